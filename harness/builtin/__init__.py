@@ -1,0 +1,1 @@
+"""Hook implementations of the core itself (registered like any other plugin)."""

@@ -1,0 +1,76 @@
+"""``harness``: entry point, error handling, and command registration."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from harness import __version__
+
+HELP = """harness: measure, compare and certify training performance across frameworks and vendors.
+
+Headline: harness run --vendor nvidia --case gpt3_6.7B
+
+Smoke test on any laptop: harness run --vendor cpu --case gpt3_6.7B --scale smoke
+"""
+
+
+def _version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"harness {__version__}")
+        raise typer.Exit()
+
+
+def build_app(pm=None) -> typer.Typer:
+    """The CLI with core commands and every plugin's ``register_commands``."""
+    from harness.cli import listing, plugins, results, run
+    from harness.cli.state import AppState
+
+    app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False,
+                      pretty_exceptions_enable=False, rich_markup_mode=None)
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(False, "--version", help="Show the version and exit.",
+                                     callback=_version_callback, is_eager=True),
+    ) -> None:
+        """harness CLI."""
+
+    state = AppState(pm)
+    run.register(app, state)
+    plugins.register(app, state)
+    results.register(app, state)
+    listing.register(app, state)
+    state.plugin_manager().hook.register_commands(cli=app)
+    return app
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; user errors become one line on stderr with exit code 2, not a traceback."""
+    import click
+
+    from harness.errors import HarnessError
+
+    try:
+        app = build_app()
+        result = app(args=argv, standalone_mode=False, prog_name="harness")
+        return result if isinstance(result, int) else 0
+    except HarnessError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.exceptions.Abort:
+        typer.echo("interrupted", err=True)
+        return 130
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except KeyboardInterrupt:
+        typer.echo("interrupted", err=True)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""``harness run``: one benchmark case on one vendor."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+
+class ScaleChoice(str, Enum):
+    full = "full"
+    smoke = "smoke"
+
+
+class RunModeChoice(str, Enum):
+    sp = "sp"
+    mp = "mp"
+
+
+class PrecisionChoice(str, Enum):
+    fp32 = "fp32"
+    fp16 = "fp16"
+    bf16 = "bf16"
+
+
+class EnvChoice(str, Enum):
+    auto = "auto"
+    current = "current"
+
+
+EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
+
+
+def register(app: typer.Typer, state) -> None:
+    @app.command("run")
+    def run_command(
+        case: Annotated[str, typer.Option(
+            help="Case name (see `harness list cases`) or a FlagPerf case string "
+                 "model:framework_version:hardware:nnodes:nproc:repeat.")],
+        vendor: Annotated[str, typer.Option(help="Vendor plugin: cpu, nvidia, ...")] = "cpu",
+        framework: Annotated[Optional[str], typer.Option(
+            help="Framework plugin; default: pytorch where it implements the case.")] = None,
+        scale: Annotated[ScaleChoice, typer.Option(
+            help="smoke shrinks the case (few layers, short sequence, few steps) for a CPU.")] = ScaleChoice.full,
+        run_mode: Annotated[Optional[RunModeChoice], typer.Option(
+            help="sp: one process; mp: all devices (2 processes on cpu).")] = None,
+        nproc: Annotated[Optional[int], typer.Option(min=1, help="Processes (devices) per node.")] = None,
+        nnodes: Annotated[Optional[int], typer.Option(min=1, help="Nodes (needs MASTER_ADDR).")] = None,
+        batch_size: Annotated[Optional[int], typer.Option(min=1, help="Micro batch size per process.")] = None,
+        precision: Annotated[Optional[PrecisionChoice], typer.Option(help="Training precision.")] = None,
+        max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps.")] = None,
+        set_: Annotated[Optional[list[str]], typer.Option(
+            "--set", help="Override any setting or hyper-parameter: --set key=value (repeatable).")] = None,
+        repeat: Annotated[int, typer.Option(min=1, help="Run N times; report the median.")] = 1,
+        output: Annotated[Path, typer.Option(help="Results folder (run folders and harness.db).")] = Path("results"),
+        data_dir: Annotated[Optional[Path], typer.Option(help="Dataset root (default: the cache).")] = None,
+        env: Annotated[EnvChoice, typer.Option(
+            help="auto: the framework plugin's environment; current: this interpreter.")] = EnvChoice.auto,
+        hardware_config: Annotated[Optional[str], typer.Option(
+            help="Vendor per-case config by name, e.g. config_TP1PP1SH2SP8A10080Gx1x8.")] = None,
+        show_log: Annotated[bool, typer.Option(help="Echo the training log while it runs.")] = False,
+        json_output: Annotated[bool, typer.Option("--json", help="Print the result JSON on stdout.")] = False,
+    ) -> int:
+        """Run a benchmark case: resolve config, prepare env and data, train, record the result."""
+        from harness.cli.progress import ConsoleObserver
+        from harness.cli.summary import print_summary
+        from harness.runner.pipeline import RunRequest, execute, plan
+
+        request = RunRequest(
+            case=case, vendor=vendor, framework=framework, scale=scale.value,
+            run_mode=run_mode.value if run_mode else None, nproc=nproc, nnodes=nnodes,
+            batch_size=batch_size, precision=precision.value if precision else None,
+            max_steps=max_steps, set_pairs=list(set_ or []), repeat=repeat, output=output,
+            data_dir=data_dir, env_mode=env.value, hardware_config=hardware_config,
+        )
+        pm, registry = state.plugin_manager(), state.registry()
+        context = plan(pm, registry, request)
+        observer = ConsoleObserver(registry, show_log=show_log)
+        report = execute(pm, registry, context, request, observer)
+        if json_output:
+            typer.echo(report.result.model_dump_json(indent=2))
+        else:
+            print_summary(report)
+        if report.result.status == "interrupted":
+            raise typer.Exit(EXIT_INTERRUPTED)
+        if report.result.status != "success":
+            raise typer.Exit(EXIT_FAILED)
+        return 0

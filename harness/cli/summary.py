@@ -1,0 +1,48 @@
+"""The summary table printed after a run."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _mb(value: int | None) -> str:
+    return f"{value / 2**20:,.1f} MiB" if value else "-"
+
+
+def print_summary(report, console: Console | None = None) -> None:
+    console = console or Console()
+    r = report.result
+    table = Table(title=f"harness run {r.run_id}", show_header=False, title_justify="left")
+    table.add_column("field", style="bold")
+    table.add_column("value")
+    status = r.status if r.status == "success" else f"[red]{r.status}[/red]"
+    table.add_row("status", status)
+    if r.failure_reason:
+        table.add_row("reason", r.failure_reason)
+    table.add_row("case", f"{r.case} ({r.config.scale} scale)")
+    table.add_row("framework", f"{r.framework} {r.framework_version or ''}")
+    devices = r.devices.devices[0].name if r.devices and r.devices.devices else "-"
+    table.add_row("vendor", f"{r.vendor}: {devices}")
+    table.add_row("layout", f"{r.run_mode}, {r.nnodes} node(s) x {r.nproc} process(es)")
+    table.add_row("precision / batch", f"{r.precision}, micro {r.micro_batch_size}, global {r.global_batch_size}")
+    table.add_row("steps", f"{r.steps_completed}/{r.max_steps} (first {r.skip_steps} skipped)")
+    if r.throughput:
+        t = r.throughput
+        table.add_row("FINAL_RESULT", f"[bold]{t.value:,.2f} {t.unit}[/bold] ({t.per_device:,.2f} per device)")
+        if t.median:
+            table.add_row("median step throughput", f"{t.median:,.2f} {t.unit}")
+    if r.step_time:
+        s = r.step_time
+        table.add_row("step time", f"median {s.median * 1000:,.1f} ms, p5 {s.p5 * 1000:,.1f}, "
+                                   f"p95 {s.p95 * 1000:,.1f}, CV {s.cv:.1%}")
+    if len(r.repeats) > 1:
+        finals = ", ".join(f"{x.final_result:,.1f}" for x in r.repeats if x.final_result)
+        table.add_row("repeats", finals)
+    if r.loss_first is not None:
+        table.add_row("loss", f"{r.loss_first:.4f} -> {r.loss_final:.4f}")
+    table.add_row("peak memory", _mb(r.peak_memory_bytes))
+    table.add_row("config hash", r.config_hash)
+    table.add_row("run folder", str(report.run_dir))
+    table.add_row("legacy index", str(report.legacy_path))
+    console.print(table)

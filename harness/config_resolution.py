@@ -1,0 +1,122 @@
+"""Case defaults < vendor per-case config < ``--scale smoke`` preset < CLI overrides."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from harness.errors import HarnessError, UserInputError, did_you_mean
+from harness.models import CaseSpec, ResolvedConfig, RunSettings
+from harness.models.case import ParamValue
+
+if TYPE_CHECKING:
+    from harness.models.vendor_config import VendorCaseConfig
+
+SETTINGS_KEYS = frozenset(RunSettings.model_fields)
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def parse_set_pairs(pairs: list[str]) -> dict[str, str]:
+    """``["a=1", "b=x"]`` -> ``{"a": "1", "b": "x"}``, rejecting malformed items."""
+    result: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UserInputError(f"--set expects key=value, got {pair!r}")
+        result[key.strip()] = value.strip()
+    return result
+
+
+def convert_param(key: str, raw: Any, default: ParamValue) -> ParamValue:
+    """Convert a CLI string to the type of the case's default value."""
+    if not isinstance(raw, str):
+        return raw
+    kind = type(default)
+    try:
+        if kind is bool:
+            lowered = raw.lower()
+            if lowered in _TRUE:
+                return True
+            if lowered in _FALSE:
+                return False
+            raise ValueError
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+    except ValueError:
+        raise UserInputError(
+            f"--set {key}={raw!r}: expected a value of type {kind.__name__} (default {default!r})"
+        ) from None
+    return raw
+
+
+def resolve_config(
+    case: CaseSpec,
+    *,
+    framework: str,
+    vendor: str,
+    scale: str = "full",
+    vendor_config: VendorCaseConfig | None = None,
+    cli_settings: dict[str, Any] | None = None,
+    cli_set: dict[str, str] | None = None,
+) -> ResolvedConfig:
+    """Merge the layers and validate the result; errors name the bad key and the valid ones."""
+    settings: dict[str, Any] = dict(case.settings)
+    params: dict[str, ParamValue] = dict(case.params)
+    sources: dict[str, str] = {}
+    valid_keys = SETTINGS_KEYS | set(params)
+
+    def apply(values: dict[str, Any], source: str, *, check_immutable: bool) -> None:
+        for key, value in values.items():
+            if key not in valid_keys:
+                raise UserInputError(
+                    f"{source}: unknown key {key!r} for case {case.name!r}. "
+                    + did_you_mean(key, valid_keys)
+                )
+            if check_immutable and key in case.immutable:
+                raise UserInputError(
+                    f"{source}: {key!r} identifies case {case.name!r} and cannot be overridden. "
+                    f"Immutable keys: {', '.join(sorted(case.immutable))}."
+                )
+            if key in SETTINGS_KEYS:
+                settings[key] = value
+            else:
+                params[key] = convert_param(key, value, params[key])
+            sources[key] = source
+
+    if vendor_config is not None:
+        not_allowed = sorted(set(vendor_config.values) - case.vendor_overridable)
+        if not_allowed:
+            raise HarnessError(
+                f"vendor config {vendor_config.name} sets {', '.join(not_allowed)}, which case "
+                f"{case.name!r} does not let vendors override "
+                f"(allowed: {', '.join(sorted(case.vendor_overridable))})"
+            )
+        apply(vendor_config.values, f"vendor:{vendor_config.name}", check_immutable=False)
+    if scale == "smoke":
+        apply(case.smoke, "smoke", check_immutable=False)
+    apply({k: v for k, v in (cli_settings or {}).items() if v is not None}, "cli", check_immutable=True)
+    apply(cli_set or {}, "cli", check_immutable=True)
+
+    try:
+        run_settings = RunSettings(**settings)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise UserInputError(
+            f"invalid value for {key!r}: {first['msg']} (got {first.get('input')!r})"
+        ) from None
+    return ResolvedConfig(
+        case=case.name,
+        model=case.model,
+        framework=framework,
+        vendor=vendor,
+        scale=scale,  # type: ignore[arg-type]
+        hardware_config=vendor_config.name if vendor_config else None,
+        settings=run_settings,
+        params=params,
+        sources=sources,
+    )

@@ -1,0 +1,44 @@
+"""The interface of a log format; plugins register instances via ``register_log_formats``."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+from harness.models.logs import ParsedLog, StepRecord
+
+
+class LogParser(ABC):
+    """Stateful line-by-line parser: constant memory whatever the size of the log."""
+
+    @abstractmethod
+    def feed(self, line: str) -> StepRecord | None:
+        """Consume one line; return the step it completed, if any."""
+
+    @abstractmethod
+    def finish(self) -> ParsedLog:
+        """Everything parsed so far."""
+
+
+class LogFormat(ABC):
+    """A family of log lines, e.g. Megatron-LM iteration lines."""
+
+    name: str = ""
+    description: str = ""
+    unit: str | None = None
+    default_method: str = "mean-after-warmup"
+
+    @abstractmethod
+    def detect(self, line: str) -> bool:
+        """True when this single line is characteristic of the format."""
+
+    @abstractmethod
+    def new_parser(self, **hints: Any) -> LogParser:
+        """A fresh parser; hints carry what the log may not say (seq_len, gpus, batch size)."""
+
+    def parse_file(self, path, **hints: Any) -> ParsedLog:
+        parser = self.new_parser(**hints)
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            for line in handle:
+                parser.feed(line)
+        return parser.finish()

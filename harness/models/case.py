@@ -1,0 +1,69 @@
+"""What plugins register: cases (benchmark definitions), frameworks and vendors."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+ParamValue = Union[bool, int, float, str]
+
+
+class CaseSpec(BaseModel):
+    """A benchmark case is data: a model, its default hyper-parameters and how it is reported.
+
+    Framework plugins implement *models* (``model``); every framework that implements the
+    model can run the case, so a case is comparable across frameworks by construction.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str = Field(description="Case name used on the command line, e.g. gpt3_6.7B.")
+    model: str = Field(description="Model family a framework plugin implements, e.g. gpt.")
+    description: str = ""
+    dataset: str = Field(description="Dataset kind prepare_data must provide, e.g. gpt-npy.")
+    unit: str = Field(description="Throughput unit of FINAL_RESULT, e.g. tokens/s.")
+    mission_name: str = Field(description="Legacy index JSON mission_name (task name).")
+    direction_id: int = Field(description="Legacy direction id: 0 CV, 1 NLP, 2 Rec.")
+    legacy_prefix: str = Field(
+        description="repoName prefix of the legacy model_name, e.g. nlp in nlp_gpt3_6.7B_bs8_fp32."
+    )
+    settings: dict[str, ParamValue] = Field(
+        default_factory=dict, description="Defaults for RunSettings fields (batch size, steps...)."
+    )
+    params: dict[str, ParamValue] = Field(
+        default_factory=dict, description="Model and optimizer hyper-parameters."
+    )
+    smoke: dict[str, ParamValue] = Field(
+        default_factory=dict,
+        description="Overrides applied by --scale smoke: a few layers, short sequence, few steps.",
+    )
+    immutable: frozenset[str] = Field(
+        default_factory=frozenset,
+        description="Keys that identify the case; neither vendors nor --set may change them.",
+    )
+    vendor_overridable: frozenset[str] = Field(
+        default_factory=frozenset,
+        description="Keys a vendor per-case config may set (tuning knobs, not the model).",
+    )
+
+
+class FrameworkSpec(BaseModel):
+    """A framework a plugin can train with."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    models: frozenset[str] = Field(description="Model families this framework implements.")
+    log_format: str = Field(description="Name of the log format its training scripts print.")
+
+
+class VendorSpec(BaseModel):
+    """A hardware vendor a plugin can discover devices for and launch on."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    device_kind: str = Field(description="cpu, gpu, npu, ...")

@@ -1,0 +1,88 @@
+"""The resolved configuration of one run: case defaults < vendor config < CLI overrides."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from harness.models.case import ParamValue
+
+Precision = Literal["fp32", "fp16", "bf16"]
+Scale = Literal["full", "smoke"]
+
+
+class RunSettings(BaseModel):
+    """Knobs every framework understands. Case-specific hyper-parameters live in ``params``."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    precision: Precision = "fp32"
+    micro_batch_size: int = Field(8, ge=1, description="Per-process batch size of one step.")
+    grad_accum_steps: int = Field(1, ge=1, description="Micro-batches per optimizer step.")
+    max_steps: int = Field(100, ge=1, description="Optimizer steps to run.")
+    skip_steps: int = Field(
+        10, ge=0, description="Unstable warm-up steps left out of FINAL_RESULT."
+    )
+    nproc: int = Field(1, ge=1, description="Processes (devices) per node.")
+    nnodes: int = Field(1, ge=1, description="Nodes.")
+    seed: int = 1234
+    timeout_s: float = Field(7200.0, gt=0, description="Overall wall-clock limit of the run.")
+    hang_timeout_s: float = Field(
+        900.0, gt=0, description="Limit on time without any output before the run counts as hung."
+    )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def world_size(self) -> int:
+        return self.nproc * self.nnodes
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def run_mode(self) -> Literal["sp", "mp"]:
+        return "sp" if self.world_size == 1 else "mp"
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def global_batch_size(self) -> int:
+        return self.micro_batch_size * self.grad_accum_steps * self.world_size
+
+
+class ResolvedConfig(BaseModel):
+    """Everything that determines a run; saved with the result together with its hash."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    case: str
+    model: str
+    framework: str
+    vendor: str
+    scale: Scale = "full"
+    hardware_config: str | None = Field(
+        None, description="Name of the vendor per-case config that was applied, if any."
+    )
+    settings: RunSettings
+    params: dict[str, ParamValue]
+    sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where each non-default value came from: smoke, vendor:<file>, cli.",
+    )
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def config_hash(self) -> str:
+        """sha256 of what determines the run (not where values came from)."""
+        payload = {
+            "case": self.case,
+            "framework": self.framework,
+            "vendor": self.vendor,
+            "scale": self.scale,
+            "settings": self.settings.model_dump(
+                exclude={"world_size", "run_mode", "global_batch_size", "timeout_s", "hang_timeout_s"}
+            ),
+            "params": self.params,
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -1,0 +1,38 @@
+"""The context every workflow hook receives."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.models.case import CaseSpec
+from harness.models.config import ResolvedConfig
+from harness.models.device import DeviceSet
+
+
+class RunContext(BaseModel):
+    """Read-only facts about the run in progress."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    case: CaseSpec
+    config: ResolvedConfig
+    devices: DeviceSet
+    run_dir: Path = Field(description="Folder of this run's log, config and results.")
+    data_dir: Path = Field(description="Root under which datasets are kept.")
+    cache_dir: Path = Field(description="Root for cached environments and other reusable state.")
+    env_mode: Literal["auto", "current"] = Field(
+        "auto", description="'current' asks prepare_env to use the running interpreter."
+    )
+    repeat_index: int = 1
+
+    @property
+    def framework(self) -> str:
+        return self.config.framework
+
+    @property
+    def vendor(self) -> str:
+        return self.config.vendor

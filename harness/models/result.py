@@ -1,0 +1,118 @@
+"""The uniform result schema, and the legacy index JSON the benchmark repos use."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.models.config import ResolvedConfig
+from harness.models.device import DeviceSet
+from harness.models.launch import DatasetInfo, RunStatus
+
+SCHEMA_VERSION = "1.0"
+
+
+class StepTimeStats(BaseModel):
+    """Step-time statistics over the measured (post warm-up) steps, in seconds."""
+
+    n: int
+    mean: float
+    median: float
+    p5: float
+    p95: float
+    cv: float = Field(description="Coefficient of variation: stdev / mean.")
+
+
+class Throughput(BaseModel):
+    value: float = Field(description="FINAL_RESULT: mean throughput after skipping warm-up steps.")
+    unit: str
+    per_device: float
+    median: float | None = Field(None, description="Median of per-step throughput.")
+    method: str = Field("mean-after-warmup", description="Aggregation method that produced value.")
+
+
+class RepeatResult(BaseModel):
+    """One repeat of a run (``--repeat N`` runs the same config N times)."""
+
+    index: int
+    status: RunStatus
+    final_result: float | None
+    step_time: StepTimeStats | None = None
+    log_file: str
+    duration_s: float
+
+
+class EnvironmentFingerprint(BaseModel):
+    harness_version: str
+    python: str
+    platform: str
+    cpu: str | None = None
+    packages: dict[str, str] = Field(default_factory=dict)
+    isolated_env: bool = False
+
+
+class BenchmarkResult(BaseModel):
+    """One benchmark run. ``schemas/result.schema.json`` is generated from this model."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: str = SCHEMA_VERSION
+    run_id: str
+    source: Literal["harness", "ingested"] = "harness"
+    source_sha256: str | None = Field(None, description="sha256 of an ingested log file.")
+    case: str
+    model: str
+    framework: str
+    framework_version: str | None
+    vendor: str
+    devices: DeviceSet | None
+    nnodes: int
+    nproc: int
+    run_mode: Literal["sp", "mp"]
+    precision: str
+    micro_batch_size: int
+    global_batch_size: int
+    max_steps: int
+    steps_completed: int
+    skip_steps: int
+    throughput: Throughput | None
+    step_time: StepTimeStats | None
+    loss_first: float | None
+    loss_final: float | None
+    peak_memory_bytes: int | None = Field(None, description="Framework-reported peak memory.")
+    device_metrics: dict[str, Any] = Field(
+        default_factory=dict, description="Vendor measurements: NVML peak memory, power, energy."
+    )
+    repeats: list[RepeatResult] = Field(default_factory=list)
+    status: RunStatus
+    failure_reason: str | None = None
+    config_hash: str
+    config: ResolvedConfig
+    dataset: DatasetInfo | None = None
+    environment: EnvironmentFingerprint
+    started_at: datetime
+    finished_at: datetime
+    log_file: str = Field(description="Log of the first repeat, relative to the run folder.")
+
+    @property
+    def job_failed(self) -> bool:
+        return self.status != "success"
+
+
+class LegacyIndex(BaseModel):
+    """The index JSON of PaddlePaddle/benchmark: exactly these ten keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    log_file: str
+    model_name: str
+    mission_name: str
+    direction_id: int
+    run_mode: Literal["sp", "mp"]
+    index: int = 1
+    gpu_num: int
+    FINAL_RESULT: float
+    JOB_FAIL_FLAG: Literal[0, 1]
+    UNIT: str

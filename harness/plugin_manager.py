@@ -1,0 +1,101 @@
+"""Building the plugin manager: built-ins, entry-point plugins, blocked plugins."""
+
+from __future__ import annotations
+
+import importlib
+import os
+import warnings
+from dataclasses import dataclass, field
+
+import pluggy
+
+from harness import hookspecs
+
+#: Built-in plugins, registered exactly like third-party ones.
+DEFAULT_PLUGINS: tuple[str, ...] = (
+    "harness.builtin.core",
+    "harness_cases.plugin",
+    "harness_pytorch.plugin",
+    "harness_cpu.plugin",
+    "harness_nvidia.plugin",
+)
+
+ENTRY_POINT_GROUP = "harness"
+#: Comma-separated plugin names (module names or entry-point names) that must not load.
+BLOCK_ENV_VAR = "HARNESS_BLOCK_PLUGINS"
+
+
+class PluginLoadWarning(UserWarning):
+    """A third-party plugin failed to load; the harness carries on without it."""
+
+
+@dataclass
+class PluginInfo:
+    name: str
+    version: str
+    source: str  # "builtin" or "entrypoint:<distribution>"
+    hooks: list[str] = field(default_factory=list)
+
+
+def blocked_plugins() -> set[str]:
+    raw = os.environ.get(BLOCK_ENV_VAR, "")
+    return {name.strip() for name in raw.split(",") if name.strip()}
+
+
+def make_plugin_manager(
+    *,
+    builtins: tuple[str, ...] = DEFAULT_PLUGINS,
+    load_entrypoints: bool = True,
+    blocked: set[str] | None = None,
+    extra: tuple[object, ...] = (),
+) -> pluggy.PluginManager:
+    """A plugin manager with the harness hooks and its plugins loaded.
+
+    Tests pass their own ``builtins``/``extra`` plugins; nothing here is global state.
+    """
+    blocked = blocked_plugins() if blocked is None else blocked
+    pm = pluggy.PluginManager("harness")
+    pm.add_hookspecs(hookspecs)
+    pm.harness_info = {}  # type: ignore[attr-defined]  # name -> PluginInfo
+    from harness import __version__
+
+    for module_name in builtins:
+        if module_name in blocked:
+            continue
+        module = importlib.import_module(module_name)
+        pm.register(module, name=module_name)
+        pm.harness_info[module_name] = PluginInfo(module_name, __version__, "builtin")
+    if load_entrypoints:
+        _load_entrypoint_plugins(pm, blocked)
+    for plugin in extra:
+        name = pm.register(plugin)
+        pm.harness_info[name] = PluginInfo(name, "-", "extra")
+    pm.check_pending()
+    for name, info in pm.harness_info.items():
+        plugin = pm.get_plugin(name)
+        info.hooks = sorted(hc.name for hc in pm.get_hookcallers(plugin) or [])
+    return pm
+
+
+def _load_entrypoint_plugins(pm: pluggy.PluginManager, blocked: set[str]) -> None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name in blocked or ep.value in blocked or pm.get_plugin(ep.name) is not None:
+            continue
+        dist = getattr(ep, "dist", None)
+        dist_name = dist.name if dist else "?"
+        try:
+            plugin = ep.load()
+            pm.register(plugin, name=ep.name)
+        except Exception as exc:  # one broken plugin must not take the tool down
+            warnings.warn(
+                f"plugin {ep.name!r} from {dist_name} failed to load and was skipped: "
+                f"{type(exc).__name__}: {exc}",
+                PluginLoadWarning,
+                stacklevel=2,
+            )
+            continue
+        pm.harness_info[ep.name] = PluginInfo(
+            ep.name, dist.version if dist else "?", f"entrypoint:{dist_name}"
+        )

@@ -1,0 +1,1 @@
+"""Executing launches and turning their outcome into results."""

@@ -1,0 +1,107 @@
+"""The embedded results database (SQLite, ``results/harness.db``)."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+from harness.models import BenchmarkResult
+
+DB_NAME = "harness.db"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id        TEXT PRIMARY KEY,
+    created_at    TEXT NOT NULL,
+    case_name     TEXT NOT NULL,
+    framework     TEXT NOT NULL,
+    vendor        TEXT NOT NULL,
+    status        TEXT NOT NULL,
+    final_result  REAL,
+    unit          TEXT,
+    config_hash   TEXT NOT NULL,
+    source        TEXT NOT NULL,
+    source_sha256 TEXT UNIQUE,
+    run_dir       TEXT,
+    result_json   TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS runs_by_config ON runs (config_hash);
+CREATE INDEX IF NOT EXISTS runs_by_case ON runs (case_name, framework, vendor);
+"""
+
+
+class ResultStore:
+    """Every run (launched or ingested) is one row; the full result is kept as JSON."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.path = self.root / DB_NAME
+
+    def _connect(self) -> sqlite3.Connection:
+        self.root.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(self.path, timeout=30)
+        conn.executescript(_SCHEMA)
+        return conn
+
+    def add(self, result: BenchmarkResult, run_dir: Path | None) -> bool:
+        """Record a result; returns False when an ingested log with the same sha256 exists."""
+        value = result.throughput.value if result.throughput else None
+        unit = result.throughput.unit if result.throughput else None
+        with closing(self._connect()) as conn, conn:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (
+                    result.run_id,
+                    result.started_at.isoformat(),
+                    result.case,
+                    result.framework,
+                    result.vendor,
+                    result.status,
+                    value,
+                    unit,
+                    result.config_hash,
+                    result.source,
+                    result.source_sha256,
+                    str(run_dir) if run_dir else None,
+                    result.model_dump_json(),
+                ),
+            )
+            return cursor.rowcount == 1
+
+    def list(self, *, case: str | None = None, framework: str | None = None,
+             vendor: str | None = None, status: str | None = None, limit: int = 50) -> list[BenchmarkResult]:
+        clauses, args = [], []
+        for column, value in (("case_name", case), ("framework", framework),
+                              ("vendor", vendor), ("status", status)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        with closing(self._connect()) as conn:
+            rows = conn.execute(
+                f"SELECT result_json FROM runs {where} ORDER BY created_at DESC LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+        return [BenchmarkResult.model_validate_json(row[0]) for row in rows]
+
+    def get(self, run_id: str) -> BenchmarkResult | None:
+        """A result by run id or unique run-id prefix."""
+        with closing(self._connect()) as conn:
+            rows = conn.execute(
+                "SELECT result_json FROM runs WHERE run_id = ? OR run_id LIKE ? LIMIT 2",
+                (run_id, run_id + "%"),
+            ).fetchall()
+        if len(rows) != 1:
+            return None
+        return BenchmarkResult.model_validate_json(rows[0][0])
+
+    def find_by_config_hash(self, config_hash: str, status: str | None = "success") -> list[BenchmarkResult]:
+        query = "SELECT result_json FROM runs WHERE config_hash = ?"
+        args: list = [config_hash]
+        if status:
+            query += " AND status = ?"
+            args.append(status)
+        with closing(self._connect()) as conn:
+            rows = conn.execute(query, args).fetchall()
+        return [BenchmarkResult.model_validate_json(r[0]) for r in rows]

@@ -1,0 +1,1 @@
+"""Built-in case catalog and dataset preparation, shared by every framework plugin."""

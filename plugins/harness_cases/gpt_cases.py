@@ -1,0 +1,72 @@
+"""The GPT-3 family (Brown et al. 2020, table 2.1) as benchmark cases."""
+
+from __future__ import annotations
+
+from harness.models import CaseSpec
+
+# name: (layers, hidden, heads, learning rate) from the GPT-3 paper. The paper lists 24
+# heads for 1.3B and d_model 5140 for 13B, neither of which divides into its own d_head
+# of 128; like Megatron-LM and FlagPerf we keep d_head = 128 (16 heads, d_model 5120).
+GPT3_SIZES: dict[str, tuple[int, int, int, float]] = {
+    "gpt3_125M": (12, 768, 12, 6.0e-4),
+    "gpt3_350M": (24, 1024, 16, 3.0e-4),
+    "gpt3_1.3B": (24, 2048, 16, 2.0e-4),
+    "gpt3_2.7B": (32, 2560, 32, 1.6e-4),
+    "gpt3_6.7B": (32, 4096, 32, 1.2e-4),
+    "gpt3_13B": (40, 5120, 40, 1.0e-4),
+}
+
+# Per-GPU micro batch sizes that fit an 80 GB GPU in bf16 with the default recompute.
+_MICRO_BATCH = {"gpt3_125M": 16, "gpt3_350M": 16, "gpt3_1.3B": 8, "gpt3_2.7B": 4,
+                "gpt3_6.7B": 2, "gpt3_13B": 1}
+
+GPT_IMMUTABLE = frozenset({"num_layers", "hidden_size", "num_heads", "vocab_size", "seq_len"})
+GPT_VENDOR_OVERRIDABLE = frozenset({
+    "precision", "micro_batch_size", "grad_accum_steps", "nproc", "max_steps", "skip_steps",
+    "recompute", "compile", "sharding_stage", "sharding_degree", "tensor_parallel_degree",
+    "pipeline_parallel_degree", "fused_optimizer",
+})
+
+# A laptop-CPU preset: same code path, tiny dimensions, a handful of steps.
+GPT_SMOKE = {
+    "num_layers": 2, "hidden_size": 128, "num_heads": 4, "seq_len": 256, "vocab_size": 2048,
+    "micro_batch_size": 8, "max_steps": 30, "skip_steps": 5, "lr_warmup_steps": 3,
+    "learning_rate": 3.0e-3, "min_learning_rate": 3.0e-4, "compile": False, "recompute": "none",
+}
+
+
+def gpt3_case(name: str) -> CaseSpec:
+    layers, hidden, heads, lr = GPT3_SIZES[name]
+    return CaseSpec(
+        name=name,
+        model="gpt",
+        description=f"GPT-3 {name.split('_')[1]} pre-training: {layers} layers, hidden {hidden}, "
+                    f"{heads} heads, seq 2048, vocab 50304",
+        dataset="gpt-npy",
+        unit="tokens/s",
+        mission_name="语义表示",  # the seeds' task name for GPT (language representation)
+        direction_id=1,
+        legacy_prefix="nlp",
+        settings={
+            "precision": "fp32", "micro_batch_size": _MICRO_BATCH[name], "grad_accum_steps": 1,
+            "max_steps": 100, "skip_steps": 10,
+        },
+        params={
+            "num_layers": layers, "hidden_size": hidden, "num_heads": heads, "seq_len": 2048,
+            "vocab_size": 50304, "ffn_multiplier": 4, "dropout": 0.0,
+            "learning_rate": lr, "min_learning_rate": lr / 10, "lr_warmup_steps": 10,
+            "lr_decay_steps": 0, "weight_decay": 0.1, "adam_beta1": 0.9, "adam_beta2": 0.95,
+            "grad_clip": 1.0, "init_std": 0.02,
+            "recompute": "none", "compile": False, "fused_optimizer": True,
+            "sharding_stage": 0, "sharding_degree": 0,
+            "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,
+            "log_interval": 1,
+        },
+        smoke=GPT_SMOKE,
+        immutable=GPT_IMMUTABLE,
+        vendor_overridable=GPT_VENDOR_OVERRIDABLE,
+    )
+
+
+def gpt3_cases() -> list[CaseSpec]:
+    return [gpt3_case(name) for name in GPT3_SIZES]

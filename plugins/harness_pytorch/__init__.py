@@ -1,0 +1,1 @@
+"""The PyTorch framework plugin: real GPT pre-training through torch (and torchrun)."""

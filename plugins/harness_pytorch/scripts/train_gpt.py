@@ -1,0 +1,214 @@
+"""GPT pre-training with PyTorch: the training script the PyTorch plugin launches.
+
+Standalone (torch and numpy only): ``python train_gpt.py --config config.json --data-prefix P``,
+or under ``python -m torch.distributed.run`` for data parallel. Prints Megatron-LM style
+iteration lines, which harness parses.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import time
+from contextlib import nullcontext
+
+import torch
+import torch.distributed as dist
+from torch.utils.data import DataLoader, DistributedSampler
+
+from gpt_dataset import GPTWindowDataset
+from gpt_model import GPT, model_flops_per_token
+
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def lr_at(step: int, peak: float, floor: float, warmup: int, decay_steps: int) -> float:
+    """Linear warm-up, then cosine decay to ``floor`` at ``decay_steps``."""
+    if warmup > 0 and step <= warmup:
+        return peak * step / warmup
+    progress = min(1.0, (step - warmup) / max(1, decay_steps - warmup))
+    return floor + 0.5 * (peak - floor) * (1.0 + math.cos(math.pi * progress))
+
+
+def peak_memory_mb(device: torch.device) -> tuple[float, str]:
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20, "cuda max allocated"
+    # ru_maxrss is in KiB on Linux: the process's peak resident memory.
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process max RSS"
+
+
+def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
+    decay, no_decay = [], []
+    for param in model.parameters():
+        if param.requires_grad:
+            (decay if param.dim() >= 2 else no_decay).append(param)
+    groups = [{"params": decay, "weight_decay": p["weight_decay"]},
+              {"params": no_decay, "weight_decay": 0.0}]
+    fused = bool(p.get("fused_optimizer")) and device.type == "cuda"
+    return torch.optim.AdamW(groups, lr=p["learning_rate"], betas=(p["adam_beta1"], p["adam_beta2"]),
+                             eps=1e-8, fused=fused)
+
+
+def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: int):
+    if int(p.get("tensor_parallel_degree", 1)) > 1 or int(p.get("pipeline_parallel_degree", 1)) > 1:
+        log("error: the PyTorch plugin trains data parallel only; tensor/pipeline parallel "
+            "layouts run with --framework megatron")
+        sys.exit(2)
+    stage = int(p.get("sharding_stage", 0))
+    if stage > 0:
+        from torch.distributed.fsdp import fully_shard
+
+        # FSDP2: stage 3 shards parameters too (reshard after forward); 1/2 keep them after.
+        for block in model.blocks:
+            fully_shard(block, reshard_after_forward=stage >= 3)
+        fully_shard(model, reshard_after_forward=stage >= 3)
+        return model, "fsdp2"
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        ids = [device.index] if device.type == "cuda" else None
+        return DDP(model, device_ids=ids), "ddp"
+    return model, "single"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config", required=True, help="resolved config JSON written by harness")
+    parser.add_argument("--data-prefix", required=True, help="path prefix of *_ids.npy/*_idx.npz")
+    args = parser.parse_args()
+    with open(args.config, encoding="utf-8") as handle:
+        cfg = json.load(handle)
+    s, p = cfg["settings"], cfg["params"]
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    else:
+        device = torch.device("cpu")
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    torch.manual_seed(s["seed"])
+
+    precision = s["precision"]
+    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+        log("error: bf16 is not supported on this GPU; use --precision fp16 or fp32")
+        return 2
+    model = GPT(vocab_size=p["vocab_size"], seq_len=p["seq_len"], num_layers=p["num_layers"],
+                hidden_size=p["hidden_size"], num_heads=p["num_heads"],
+                ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
+                recompute=p["recompute"]).to(device)
+    n_params = model.num_parameters()
+    flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
+    model, parallel = wrap_parallel(model, p, device, world)
+    optimizer = build_optimizer(model, p, device)
+    train_model = torch.compile(model) if p.get("compile") else model
+
+    mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
+    global_batch = mbs * accum * world
+    dataset = GPTWindowDataset(args.data_prefix, p["seq_len"], s["seed"], p["vocab_size"])
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
+                                 drop_last=True)
+    loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
+                        num_workers=2 if device.type == "cuda" else 0,
+                        pin_memory=device.type == "cuda", persistent_workers=device.type == "cuda")
+
+    def batches():
+        epoch = 0
+        while True:
+            sampler.set_epoch(epoch)
+            yield from loader
+            epoch += 1
+
+    data = batches()
+    autocast = (torch.autocast(device.type, dtype=DTYPES[precision])
+                if precision != "fp32" else nullcontext())
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    max_steps, interval = s["max_steps"], max(1, int(p.get("log_interval", 1)))
+    decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
+    if rank == 0:
+        log(f"> GPT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
+            f"{p['num_heads']} heads, seq {p['seq_len']}, vocab {p['vocab_size']}")
+        log(f"> training: {parallel} on {world} x {device.type}, precision {precision}, micro batch "
+            f"{mbs}, grad accum {accum}, global batch {global_batch}, recompute {p['recompute']}, "
+            f"compile {bool(p.get('compile'))}, torch {torch.__version__}")
+
+    train_model.train()
+    consumed = 0
+    skipped = nan_iters = 0
+    interval_start = time.perf_counter()
+    interval_loss = 0.0
+    for step in range(1, max_steps + 1):
+        lr = lr_at(step, p["learning_rate"], p["min_learning_rate"], p["lr_warmup_steps"], decay_steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        step_loss = torch.zeros((), device=device)
+        for micro in range(accum):
+            inputs, targets = next(data)
+            inputs = inputs.to(device, non_blocking=True)
+            targets = targets.to(device, non_blocking=True)
+            # Gradients are all-reduced once per optimizer step, not per micro-batch.
+            sync = nullcontext() if micro == accum - 1 or parallel != "ddp" else train_model.no_sync()
+            with sync, autocast:
+                loss = train_model(inputs, targets) / accum
+            scaler.scale(loss).backward()
+            step_loss += loss.detach()
+        scaler.unscale_(optimizer)
+        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), p["grad_clip"])
+        scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        if scaler.is_enabled() and scaler.get_scale() < scale_before:
+            skipped += 1
+        consumed += global_batch
+        interval_loss += float(step_loss)  # also synchronises the device before timing
+        if step % interval == 0 or step == max_steps:
+            if world > 1:
+                reduced = torch.tensor([interval_loss], device=device)
+                dist.all_reduce(reduced)
+                interval_loss = float(reduced) / world
+            elapsed = time.perf_counter() - interval_start
+            steps_in_interval = interval if step % interval == 0 else step % interval
+            per_iter_ms = 1000.0 * elapsed / steps_in_interval
+            avg_loss = interval_loss / steps_in_interval
+            if not math.isfinite(avg_loss):
+                nan_iters += 1
+            tflops = flops_per_token * global_batch * p["seq_len"] / (per_iter_ms / 1000) / world / 1e12
+            if rank == 0:
+                log(f" iteration {step:8d}/{max_steps:8d} | consumed samples: {consumed:12d} | "
+                    f"elapsed time per iteration (ms): {per_iter_ms:.1f} | "
+                    f"throughput per GPU (TFLOP/s/GPU): {tflops:.1f} | "
+                    f"learning rate: {lr:.6E} | global batch size: {global_batch:5d} | "
+                    f"lm loss: {avg_loss:.6E} | loss scale: {scaler.get_scale() if scaler.is_enabled() else 1.0:.1f} | "
+                    f"grad norm: {float(grad_norm):.3f} | number of skipped iterations: {skipped:3d} | "
+                    f"number of nan iterations: {nan_iters:3d} |")
+            interval_loss = 0.0
+            interval_start = time.perf_counter()
+    peak_mb, source = peak_memory_mb(device)
+    if world > 1:
+        peak = torch.tensor([peak_mb], device=device)
+        dist.all_reduce(peak, op=dist.ReduceOp.MAX)
+        peak_mb = float(peak)
+    if rank == 0:
+        log(f"[Rank 0] (after {max_steps} iterations) peak memory (MB): {peak_mb:.1f} ({source}, max over ranks)")
+        log("> training finished")
+    if world > 1:
+        dist.destroy_process_group()
+    return 0 if nan_iters == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

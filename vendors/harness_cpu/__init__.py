@@ -1,0 +1,1 @@
+"""The cpu vendor: runs anywhere, the embedded default."""

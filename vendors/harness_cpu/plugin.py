@@ -1,0 +1,77 @@
+"""cpu vendor plugin: the host CPU as the device; threads split between processes."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness import hookimpl
+from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
+from harness.models.context import RunContext
+from harness.vendor_configs import find_vendor_config
+
+VENDOR = "cpu"
+CONFIGS = Path(__file__).parent / "configs"
+
+
+def _cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+
+    return platform.processor() or "cpu"
+
+
+def _memory_bytes() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return None
+
+
+def usable_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:
+        return os.cpu_count() or 1
+
+
+@hookimpl
+def register_vendors(register) -> None:
+    register(VendorSpec(name=VENDOR, description="host CPU (works everywhere)", device_kind="cpu"))
+
+
+@hookimpl
+def discover_devices(vendor: str) -> DeviceSet | None:
+    if vendor != VENDOR:
+        return None
+    return DeviceSet(
+        vendor=VENDOR,
+        kind="cpu",
+        devices=[DeviceInfo(index=0, name=f"{_cpu_name()} ({usable_cores()} cores)",
+                            memory_bytes=_memory_bytes())],
+    )
+
+
+@hookimpl
+def vendor_case_config(vendor, case, framework, nproc, nnodes, hardware_config):
+    if vendor != VENDOR:
+        return None
+    return find_vendor_config(CONFIGS, case.name, framework, nnodes, nproc, hardware_config)
+
+
+@hookimpl(wrapper=True)
+def run(context: RunContext, env, dataset):
+    launch: LaunchSpec | None = yield
+    if launch is None or context.vendor != VENDOR:
+        return launch
+    # Hide GPUs so a CPU benchmark stays on the CPU even on a GPU machine, and give each
+    # process its share of the cores instead of letting every process oversubscribe them.
+    threads = max(1, usable_cores() // context.config.settings.nproc)
+    extra = {"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": str(threads)}
+    return launch.model_copy(update={"env": {**extra, **launch.env}})

@@ -1,0 +1,1 @@
+"""The nvidia vendor: NVIDIA GPUs discovered through NVML."""
