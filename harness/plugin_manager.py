@@ -16,6 +16,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.builtin.core",
     "harness_cases.plugin",
     "harness_pytorch.plugin",
+    "harness_paddle.log_formats_plugin",
+    "harness_mxnet.log_formats_plugin",
     "harness_cpu.plugin",
     "harness_nvidia.plugin",
 )

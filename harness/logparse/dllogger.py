@@ -1,0 +1,86 @@
+"""Tokenising NVIDIA DLLogger stdout lines (used by NGC PyTorch, TensorFlow and MXNet).
+
+A DLLogger line is ``DLL <date> <time> - <step> <key> : <value> [<unit>]  <key> : ...``
+where ``<step>`` is ``PARAMETER``, ``Summary:``, ``Epoch: E [Iteration: I]``,
+``Training Epoch: E Training Iteration: I``, a tuple ``(E, I)`` / ``()`` or nothing.
+Lines written through MPI (``[1,0]<stdout>:``), with a date prefix, or glued behind a tqdm
+progress bar are handled by looking for ``DLL `` anywhere in the line; only rank 0's
+lines (or lines without a rank prefix) are read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+_HEAD = re.compile(r"DLL (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) - (.*)")
+_STEP_EPOCH = re.compile(r"^\s*(?:Training )?Epoch:\s*(\d+)(?:\s+(?:Training )?Iteration:\s*(\d+))?")
+_STEP_TUPLE = re.compile(r"^\s*\((\d+)?(?:,\s*(\d+))?\)")
+_FIELD = re.compile(r"([A-Za-z_][\w.]*) : (\S+)(?: +([A-Za-z%]+/s(?:ec)?|%|s|None)(?=\s|$))?")
+_RANK = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:")
+
+
+@dataclass
+class DLLRecord:
+    """One DLLogger line."""
+
+    timestamp: str
+    kind: str  # "parameter", "summary", "step", "epoch", "other"
+    epoch: int | None = None
+    iteration: int | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
+
+    def number(self, key: str) -> float | None:
+        value = self.fields.get(key)
+        if value is None:
+            return None
+        try:
+            return float(value.rstrip(","))
+        except ValueError:
+            return None
+
+    def seconds(self) -> float:
+        """The timestamp as seconds since the epoch (local wall clock of the log)."""
+        return datetime.strptime(self.timestamp, "%Y-%m-%d %H:%M:%S.%f").timestamp() \
+            if "." in self.timestamp else datetime.strptime(self.timestamp, "%Y-%m-%d %H:%M:%S").timestamp()
+
+
+def parse_dll_line(line: str) -> DLLRecord | None:
+    """The DLLogger record in ``line``, or None (no ``DLL`` marker, or another rank's line)."""
+    start = line.find("DLL 2")
+    if start < 0:
+        return None
+    if start:
+        rank = None
+        for rank in _RANK.finditer(line, 0, start):
+            pass
+        if rank is not None and rank.group(1) != "0":
+            return None
+    head = _HEAD.match(line, start)
+    if head is None:
+        return None
+    timestamp, rest = head.group(1), head.group(2)
+    epoch = iteration = None
+    if rest.startswith("PARAMETER"):
+        kind, body = "parameter", rest[len("PARAMETER"):]
+    elif rest.startswith("Summary:"):
+        kind, body = "summary", rest[len("Summary:"):]
+    else:
+        body = rest
+        match = _STEP_EPOCH.match(rest) or _STEP_TUPLE.match(rest)
+        if match:
+            epoch = int(match.group(1)) if match.group(1) is not None else None
+            iteration = int(match.group(2)) if match.group(2) is not None else None
+            body = rest[match.end():]
+            kind = "step" if iteration is not None else ("epoch" if epoch is not None else "other")
+        else:
+            kind = "other"
+    fields: dict[str, str] = {}
+    units: dict[str, str] = {}
+    for key, value, unit in _FIELD.findall(body):
+        fields[key] = value
+        if unit and unit != "None":
+            units[key] = unit
+    return DLLRecord(timestamp, kind, epoch, iteration, fields, units)

@@ -1,0 +1,1 @@
+"""The MXNet framework plugin package (log formats, framework plugin)."""

@@ -1,0 +1,184 @@
+"""MXNet ecosystem log formats: gluon-cv / MXNet Speedometer lines and NGC MXNet ResNet.
+
+gluon-cv ``train_imagenet.py`` (and ``mx.callback.Speedometer``) print the throughput of the
+whole process, i.e. of all the GPUs it drives::
+
+    Epoch[0] Batch [49]\tSpeed: 1234.567890 samples/sec\taccuracy=0.001000\tlr=0.100000
+    Epoch[0] Batch [20-40]\tSpeed: 1234.56 samples/sec\taccuracy=0.001000
+    [Epoch 0] training: accuracy=0.012345
+    [Epoch 0] speed: 1234 samples/sec\ttime cost: 1036.123456
+    Epoch[0] Time cost=1036.123
+
+NGC MXNet ResNet-50 (DLLogger, ``[1,0]<stdout>:`` prefixes) prints per-interval and per-epoch
+``train.ips``; NVIDIA's benchmark.py reports the harmonic mean of the per-epoch figures after
+one warm-up epoch (``harmonic-epoch``, the default method here)::
+
+    DLL 2023-07-31 09:00:53.060273 - Epoch: 0 Iteration: 19  train.loss : 7.10  train.ips : 265.8 images/s train.lr : 0.0019
+    DLL 2023-07-31 09:03:30.387844 - Epoch: 0  train.loss : 6.82  train.ips : 390.38 images/s
+    DLL 2023-07-31 09:08:59.354289 - Summary: train.loss : 6.30  train.ips : 389.82 images/s
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from harness.logformat import LogFormat
+from harness.logparse.dllogger import parse_dll_line
+from harness.logparse.recorder import RecordingParser, normalise_unit, to_float
+from harness.models import StepRecord
+
+_NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
+
+# --------------------------------------------------------------------------- gluon-cv
+
+_BATCH = re.compile(r"Epoch\[(\d+)\] Batch \[(?:\d+-)?(\d+)\]\s+Speed:\s*" + _NUM + r"\s*(\S+/sec|\S+/s)")
+_METRIC = re.compile(r"\t([A-Za-z][\w-]*)=" + _NUM)
+_EPOCH_SPEED = re.compile(r"\[Epoch (\d+)\] speed:\s*" + _NUM + r"\s*(\S+/sec|\S+/s)")
+_EPOCH_TIME = re.compile(r"(?:\[Epoch (\d+)\]|Epoch\[(\d+)\]) (?:time cost|Time cost)\s*[:=]\s*" + _NUM)
+
+
+class GluonCVParser(RecordingParser):
+    format_name = "gluoncv"
+    default_unit = "samples/s"
+
+    def __init__(self, **hints: Any):
+        super().__init__(**hints)
+        self._epoch_offset = 0
+        self._last_epoch: int | None = None
+        self._last_step = 0
+        self.epoch_throughput: list[float] = []
+
+    def feed(self, line: str) -> StepRecord | None:
+        if "Speed:" in line:
+            match = _BATCH.search(line)
+            if match:
+                return self._batch(line, match)
+        if "Epoch" in line:
+            match = _EPOCH_SPEED.search(line) if "speed:" in line else None
+            if match:
+                value = to_float(match.group(2))
+                if value is not None:
+                    self.epoch_throughput.append(value)
+                    self.framework_reported = value
+                return None
+        self.check_failure(line)
+        return None
+
+    def _batch(self, line: str, match: re.Match) -> StepRecord:
+        epoch, batch = int(match.group(1)), int(match.group(2))
+        if self._last_epoch is not None and epoch != self._last_epoch:
+            self._epoch_offset = self._last_step + 1
+        self._last_epoch = epoch
+        step = self._epoch_offset + batch
+        self._last_step = step
+        self.unit = normalise_unit(match.group(4), self.unit)
+        metrics = {k.lower(): to_float(v) for k, v in _METRIC.findall(line)}
+        loss = next((v for k, v in metrics.items() if "loss" in k), None)
+        return self.record(
+            step=step,
+            throughput=to_float(match.group(3)),
+            loss=loss,
+            learning_rate=metrics.get("lr"),
+        )
+
+    def finish(self):
+        if self.epoch_throughput:
+            self.meta["epoch_throughput"] = self.epoch_throughput
+        return super().finish()
+
+
+class GluonCVFormat(LogFormat):
+    name = "gluoncv"
+    description = "gluon-cv / MXNet Speedometer: 'Epoch[E] Batch [B]\\tSpeed: S samples/sec' (+ epoch summaries)"
+    unit = "samples/s"
+    default_method = "harness"
+
+    def detect(self, line: str) -> bool:
+        return "Speed:" in line and bool(_BATCH.search(line))
+
+    def new_parser(self, **hints: Any) -> GluonCVParser:
+        return GluonCVParser(**hints)
+
+
+# --------------------------------------------------------------------------- NGC MXNet ResNet
+
+_GPU_LIST = re.compile(r"\bgpus : \[([\d, ]*)\]")
+
+
+class MXNetDLEParser(RecordingParser):
+    format_name = "mxnet_dle"
+    default_unit = "images/s"
+
+    def __init__(self, **hints: Any):
+        super().__init__(**hints)
+        self.epoch_throughput: list[float] = []
+        self._steps_per_epoch: int | None = None
+
+    def feed(self, line: str) -> StepRecord | None:
+        if "DLL" in line:
+            if "PARAMETER" in line and "gpus : [" in line:
+                listed = _GPU_LIST.search(line)
+                if listed:
+                    self.meta["gpus"] = len([g for g in listed.group(1).split(",") if g.strip()])
+            rec = parse_dll_line(line)
+            if rec is not None:
+                return self._dll(rec)
+            return None
+        self.check_failure(line)
+        return None
+
+    def _dll(self, rec) -> StepRecord | None:
+        if rec.kind == "parameter":
+            batch = rec.number("batch_size")
+            if batch is not None:
+                self.meta["global_batch_size"] = int(batch)
+            epochs = rec.number("num_epochs")
+            if epochs is not None:
+                self.meta["epochs"] = int(epochs)
+            return None
+        ips = rec.number("train.ips")
+        if ips is None:
+            return None
+        if "train.ips" in rec.units:
+            self.unit = normalise_unit(rec.units["train.ips"], self.unit)
+        if rec.kind == "summary":
+            self.framework_reported = ips
+            return None
+        if rec.kind == "epoch":
+            self.epoch_throughput.append(ips)
+            return None
+        if rec.kind != "step":
+            return None
+        iteration = rec.iteration or 0
+        if rec.epoch:
+            # Iterations restart every epoch: count them on from the previous epochs.
+            if self._steps_per_epoch is None or iteration + 1 > self._steps_per_epoch:
+                self._steps_per_epoch = max(self._steps_per_epoch or 0, iteration + 1)
+            step = rec.epoch * (self._steps_per_epoch or 0) + iteration + 1
+        else:
+            self._steps_per_epoch = max(self._steps_per_epoch or 0, iteration + 1)
+            step = iteration + 1
+        return self.record(step=step, throughput=ips, loss=rec.number("train.loss"),
+                           learning_rate=rec.number("train.lr"))
+
+    def finish(self):
+        if self.epoch_throughput:
+            self.meta["epoch_throughput"] = self.epoch_throughput
+        return super().finish()
+
+
+class MXNetDLEFormat(LogFormat):
+    name = "mxnet_dle"
+    description = "NGC MXNet ResNet-50 DLLogger lines with train.ips per interval and per epoch"
+    unit = "images/s"
+    default_method = "harmonic-epoch"
+
+    def detect(self, line: str) -> bool:
+        if "train.ips" not in line:
+            return False
+        rec = parse_dll_line(line)
+        return rec is not None and "train.ips" in rec.fields
+
+    def new_parser(self, **hints: Any) -> MXNetDLEParser:
+        return MXNetDLEParser(**hints)

@@ -1,0 +1,1 @@
+"""The Paddle framework plugin package (log formats, framework plugin)."""
