@@ -24,7 +24,7 @@ def _version_callback(value: bool) -> None:
 
 def build_app(pm=None) -> typer.Typer:
     """The CLI with core commands and every plugin's ``register_commands``."""
-    from harness.cli import listing, plugins, results, run
+    from harness.cli import env, listing, plugins, results, run
     from harness.cli.state import AppState
 
     app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False,
@@ -42,14 +42,13 @@ def build_app(pm=None) -> typer.Typer:
     plugins.register(app, state)
     results.register(app, state)
     listing.register(app, state)
+    env.register(app, state)
     state.plugin_manager().hook.register_commands(cli=app)
     return app
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user errors become one line on stderr with exit code 2, not a traceback."""
-    import click
-
     from harness.errors import HarnessError
 
     try:
@@ -59,17 +58,26 @@ def main(argv: list[str] | None = None) -> int:
     except HarnessError as exc:
         typer.echo(f"error: {exc}", err=True)
         return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.exceptions.Abort:
-        typer.echo("interrupted", err=True)
-        return 130
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
+    except Exception as exc:
+        return _click_exit(exc)
+
+
+def _click_exit(exc: Exception) -> int:
+    """Exit code for click's control-flow exceptions (typer vendors click in newer releases,
+    so they are recognised by shape rather than by class)."""
+    name = type(exc).__name__
+    if name == "Exit":
+        return int(getattr(exc, "exit_code", 0))
+    if name == "Abort":
+        typer.echo("interrupted", err=True)
+        return 130
+    if hasattr(exc, "show") and hasattr(exc, "exit_code"):
+        exc.show()
+        return int(exc.exit_code)
+    raise exc
 
 
 if __name__ == "__main__":

@@ -1,0 +1,179 @@
+"""Build (once) or reuse a virtual environment for an ``EnvSpec``.
+
+A build happens in a hidden temporary folder next to its final place and is renamed into
+place only when the install succeeded, so a failed or interrupted build leaves nothing a
+later run could mistake for a finished environment. uv is used when present (fast, with a
+shared wheel cache); otherwise the standard library's venv and pip.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable, Iterator
+
+from harness.envs.spec import EnvRecord, EnvSpec
+from harness.envs.store import BUILD_PREFIX, RECORD_FILE, EnvStore
+from harness.errors import UnavailableError
+
+INSTALL_TIMEOUT_S = 3600
+TAIL_LINES = 15
+
+Log = Callable[[str], None]
+
+
+def _uv_binary() -> str | None:
+    found = shutil.which("uv")
+    if found:
+        return found
+    try:  # the `uv` wheel ships its binary inside the package
+        from uv import find_uv_bin
+
+        return find_uv_bin()
+    except (ImportError, FileNotFoundError):
+        return None
+
+
+def installer_available() -> str:
+    """``uv`` or ``pip``: what a build would use here."""
+    return "uv" if _uv_binary() else "pip"
+
+
+@contextmanager
+def _exclusive(lock_path: Path) -> Iterator[None]:
+    """One builder per environment at a time, across processes."""
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock_path, "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _run_logged(argv: list[str], install_log: Path, what: str) -> None:
+    """Run an installer step, appending its output to ``install_log``; raise with its tail."""
+    with open(install_log, "a", encoding="utf-8") as out:
+        out.write(f"$ {' '.join(argv)}\n")
+        out.flush()
+        try:
+            proc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                  timeout=INSTALL_TIMEOUT_S, env={**os.environ, "PIP_NO_INPUT": "1"})
+        except subprocess.TimeoutExpired:
+            raise UnavailableError(f"{what} did not finish within {INSTALL_TIMEOUT_S} s") from None
+        except FileNotFoundError as exc:
+            raise UnavailableError(f"{what} failed: {exc}") from None
+    if proc.returncode != 0:
+        lines = install_log.read_text(encoding="utf-8", errors="replace").splitlines()
+        tail = "\n  ".join(lines[-TAIL_LINES:])
+        raise UnavailableError(
+            f"{what} failed (exit {proc.returncode}); the installer's last lines:\n  {tail}\n"
+            "Check the requirement names and network access to the package index, or run with "
+            "--env current on a machine that has the framework installed."
+        )
+
+
+def _parse_freeze(text: str) -> dict[str, str]:
+    packages: dict[str, str] = {}
+    for line in text.splitlines():
+        line = line.strip()
+        if "==" in line and not line.startswith("#"):
+            name, version = line.split("==", 1)
+            packages[name.strip().lower()] = version.strip()
+        elif " @ " in line:  # direct references have no version: keep the source
+            name, source = line.split(" @ ", 1)
+            packages[name.strip().lower()] = source.strip()
+    return packages
+
+
+def _build(spec: EnvSpec, staging: Path, log: Log) -> tuple[str, dict[str, str]]:
+    install_log = staging.parent / f"{staging.name}.install.log"
+    python = staging / "bin" / "python"
+    uv = _uv_binary()
+    indexes: list[str] = []
+    for url in spec.index_urls:
+        indexes += ["--extra-index-url", url]
+    try:
+        if uv:
+            # --relocatable: the folder is renamed after the build; scripts must not care.
+            _run_logged([uv, "venv", "--quiet", "--relocatable", "--python", spec.python,
+                         str(staging)], install_log, "creating the virtual environment")
+            _run_logged([uv, "pip", "install", "--python", str(python), *indexes,
+                         *spec.requirements], install_log, f"installing {', '.join(spec.requirements)}")
+            freeze = subprocess.run([uv, "pip", "freeze", "--python", str(python)],
+                                    capture_output=True, text=True, check=True)
+            installer = f"uv {_version([uv, '--version'])}"
+        else:
+            shutil.rmtree(staging, ignore_errors=True)
+            _run_logged([spec.python, "-m", "venv", str(staging)], install_log,
+                        "creating the virtual environment")
+            _run_logged([str(python), "-m", "pip", "install", "--disable-pip-version-check",
+                         *indexes, *spec.requirements], install_log,
+                        f"installing {', '.join(spec.requirements)}")
+            freeze = subprocess.run([str(python), "-m", "pip", "freeze", "--all"],
+                                    capture_output=True, text=True, check=True)
+            installer = "pip"
+    finally:
+        if install_log.exists():
+            # Keep the installer's output with the environment it built (or drop it with
+            # the failed build: the error message already carries its tail).
+            if staging.exists():
+                shutil.move(str(install_log), staging / "harness-install.log")
+            else:
+                install_log.unlink()
+    return installer, _parse_freeze(freeze.stdout)
+
+
+def _version(argv: list[str]) -> str:
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return out.split()[-1] if out else "?"
+
+
+def ensure_environment(spec: EnvSpec, root: Path, log: Log = lambda _msg: None
+                       ) -> tuple[Path, EnvRecord, bool]:
+    """Return ``(folder, record, reused)`` for ``spec``, building the environment if needed."""
+    store = EnvStore(root)
+    folder = root / spec.folder_name()
+    record = store.read(folder)
+    if record is not None and record.python_in(folder).exists():
+        store.touch(folder, record)
+        log(f"reusing environment {folder} ({spec.name}, built {record.created_at:%Y-%m-%d %H:%M} UTC)")
+        return folder, record, True
+    with _exclusive(root / f".{folder.name}.lock"):
+        record = store.read(folder)  # another process may have built it while we waited
+        if record is not None and record.python_in(folder).exists():
+            log(f"reusing environment {folder} ({spec.name}, built by a concurrent run)")
+            return folder, record, True
+        if folder.exists():  # a folder without a valid record is not an environment
+            shutil.rmtree(folder)
+        log(f"building environment {folder.name} with {installer_available()}: "
+            f"{' '.join(spec.requirements)}")
+        started = time.monotonic()
+        staging = Path(tempfile.mkdtemp(dir=root, prefix=f"{BUILD_PREFIX}{folder.name}."))
+        try:
+            installer, packages = _build(spec, staging, log)
+            now = datetime.now(timezone.utc)
+            record = EnvRecord(
+                key=spec.key(), name=spec.name, requirements=list(spec.requirements),
+                index_urls=list(spec.index_urls), python_version=spec.python_version,
+                base_python=spec.python, installer=installer, created_at=now, last_used_at=now,
+                build_seconds=round(time.monotonic() - started, 2), packages=packages,
+            )
+            (staging / RECORD_FILE).write_text(record.model_dump_json(indent=2) + "\n",
+                                               encoding="utf-8")
+            os.rename(staging, folder)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+    log(f"built environment {folder} in {record.build_seconds:.1f} s")
+    return folder, record, False

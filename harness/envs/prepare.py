@@ -1,0 +1,72 @@
+"""What framework plugins call from ``prepare_env``: an isolated env, or the current one."""
+
+from __future__ import annotations
+
+import sys
+import time
+from importlib import metadata
+from pathlib import Path
+
+from harness.envs.builder import ensure_environment
+from harness.envs.spec import EnvSpec
+from harness.envs.store import default_envs_root
+from harness.errors import UnavailableError
+from harness.models import ExecutionEnv
+from harness.models.context import RunContext
+
+
+def _logger(run_dir: Path):
+    """Messages go to stderr and to the run's env.log, so the run folder says what happened."""
+    def log(message: str) -> None:
+        print(f"[env] {message}", file=sys.stderr, flush=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            with open(run_dir / "env.log", "a", encoding="utf-8") as handle:
+                handle.write(message + "\n")
+        except OSError:
+            pass
+    return log
+
+
+def current_env(context: RunContext, framework_package: str, key_packages: tuple[str, ...] = ()
+                ) -> ExecutionEnv:
+    """The running interpreter, which must already have the framework (``--env current``)."""
+    try:
+        version = metadata.version(framework_package)
+    except metadata.PackageNotFoundError:
+        raise UnavailableError(
+            f"--env current: {framework_package} is not installed in {sys.executable}; install it "
+            f"there or drop --env current to let harness build an isolated environment"
+        ) from None
+    packages = {framework_package: version}
+    for name in key_packages:
+        try:
+            packages[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    _logger(context.run_dir)(f"using the current interpreter {sys.executable} "
+                             f"({framework_package} {version})")
+    return ExecutionEnv(python=sys.executable, framework=context.framework,
+                        framework_version=version, packages=packages,
+                        description="current interpreter")
+
+
+def isolated_env(context: RunContext, spec: EnvSpec, framework_package: str,
+                 variables: dict[str, str] | None = None) -> ExecutionEnv:
+    """Build or reuse the virtual environment of ``spec`` under ``<cache>/envs``."""
+    log = _logger(context.run_dir)
+    started = time.monotonic()
+    folder, record, reused = ensure_environment(spec, default_envs_root(context.cache_dir), log)
+    elapsed = time.monotonic() - started
+    log(f"prepare_env took {elapsed:.2f} s")
+    version = record.packages.get(framework_package.lower())
+    return ExecutionEnv(
+        python=str(record.python_in(folder)),
+        env=dict(variables or {}),
+        framework=context.framework,
+        framework_version=version,
+        isolated=True,
+        packages=dict(record.packages),
+        description=(f"{'reused' if reused else 'built'} isolated environment {folder.name} "
+                     f"in {elapsed:.2f} s"),
+    )

@@ -1,0 +1,70 @@
+"""What an isolated environment is made of (``EnvSpec``) and what was built (``EnvRecord``)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import re
+import sys
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+# A directory name must not depend on anything but the spec's own name and its hash.
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+class EnvSpec(BaseModel):
+    """A requirement set to install into a fresh virtual environment."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = Field(description="Human label, e.g. paddle-cpu; part of the folder name.")
+    requirements: tuple[str, ...] = Field(description="pip requirement strings, e.g. numpy<1.24.")
+    index_urls: tuple[str, ...] = Field(
+        default=(), description="Extra package indexes (e.g. a vendor's GPU wheel index)."
+    )
+    python: str = Field(
+        default_factory=lambda: sys.executable,
+        description="Base interpreter the environment is created from.",
+    )
+    python_version: str = Field(
+        default_factory=platform.python_version,
+        description="Version of ``python``; part of the cache key.",
+    )
+
+    def key(self) -> str:
+        """Hash of what determines the environment's content (not where it lives)."""
+        payload = {
+            "requirements": sorted(r.strip() for r in self.requirements),
+            "index_urls": sorted(self.index_urls),
+            "python_version": self.python_version,
+            "machine": platform.machine(),
+            "system": platform.system(),
+        }
+        blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    def folder_name(self) -> str:
+        return f"{_SAFE_NAME.sub('-', self.name)}-py{self.python_version}-{self.key()}"
+
+
+class EnvRecord(BaseModel):
+    """The metadata file (``harness-env.json``) inside every finished environment."""
+
+    key: str
+    name: str
+    requirements: list[str]
+    index_urls: list[str] = Field(default_factory=list)
+    python_version: str
+    base_python: str
+    installer: str
+    created_at: datetime
+    last_used_at: datetime
+    build_seconds: float
+    packages: dict[str, str] = Field(description="Installed distributions and versions: the lock.")
+
+    def python_in(self, folder: Path) -> Path:
+        return folder / "bin" / "python"
