@@ -1,0 +1,56 @@
+"""BERT-base pre-training (MLM + NSP, sequence 128, at most 20 masked predictions).
+
+The NGC PyTorch BERT case of the seeds (phase 1 of pre-training, reported in sequences/s),
+reading the NGC HDF5 format.
+"""
+
+from __future__ import annotations
+
+from harness.models import CaseSpec
+
+BERT_IMMUTABLE = frozenset({
+    "num_layers", "hidden_size", "num_heads", "intermediate_size", "vocab_size", "seq_len",
+    "max_predictions", "type_vocab_size", "max_position_embeddings",
+})
+BERT_VENDOR_OVERRIDABLE = frozenset({
+    "precision", "micro_batch_size", "grad_accum_steps", "nproc", "max_steps", "skip_steps",
+    "recompute",
+})
+
+# Same code path on a laptop CPU: two small layers, the real sequence length and masking.
+BERT_SMOKE = {
+    "num_layers": 2, "hidden_size": 128, "num_heads": 2, "intermediate_size": 512,
+    "vocab_size": 2048, "micro_batch_size": 8, "max_steps": 30, "skip_steps": 5,
+    "learning_rate": 1.0e-3, "lr_warmup_steps": 3, "num_samples": 2048,
+}
+
+
+def bert_base_seq128() -> CaseSpec:
+    return CaseSpec(
+        name="bert_base_seq128",
+        model="bert",
+        description="BERT-base pre-training (MLM + NSP): 12 layers, hidden 768, 12 heads, "
+                    "seq 128, max 20 predictions, vocab 30522",
+        dataset="bert-hdf5",
+        unit="sequences/s",
+        mission_name="语义表示",  # the seeds' task name for BERT (language representation)
+        direction_id=1,
+        legacy_prefix="nlp",
+        settings={"precision": "fp32", "micro_batch_size": 32, "grad_accum_steps": 1,
+                  "max_steps": 200, "skip_steps": 20},
+        params={
+            "num_layers": 12, "hidden_size": 768, "num_heads": 12, "intermediate_size": 3072,
+            "vocab_size": 30522, "type_vocab_size": 2, "max_position_embeddings": 512,
+            "seq_len": 128, "max_predictions": 20, "dropout": 0.1, "init_std": 0.02,
+            "learning_rate": 1.0e-4, "lr_warmup_steps": 10, "weight_decay": 0.01,
+            "adam_beta1": 0.9, "adam_beta2": 0.999, "grad_clip": 1.0, "recompute": False,
+            "num_samples": 16384, "log_interval": 1,
+        },
+        smoke=BERT_SMOKE,
+        immutable=BERT_IMMUTABLE,
+        vendor_overridable=BERT_VENDOR_OVERRIDABLE,
+    )
+
+
+def bert_cases() -> list[CaseSpec]:
+    return [bert_base_seq128()]
