@@ -14,8 +14,10 @@ from harness import hookspecs
 #: Built-in plugins, registered exactly like third-party ones.
 DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.builtin.core",
+    "harness.builtin.log_formats",
     "harness_cases.plugin",
     "harness_pytorch.plugin",
+    "harness_pytorch.log_formats",
     "harness_paddle.log_formats_plugin",
     "harness_mxnet.log_formats_plugin",
     "harness_cpu.plugin",

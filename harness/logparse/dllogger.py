@@ -2,7 +2,7 @@
 
 A DLLogger line is ``DLL <date> <time> - <step> <key> : <value> [<unit>]  <key> : ...``
 where ``<step>`` is ``PARAMETER``, ``Summary:``, ``Epoch: E [Iteration: I]``,
-``Training Epoch: E Training Iteration: I``, a tuple ``(E, I)`` / ``()`` or nothing.
+``Training Epoch: E Training Iteration: I``, ``Iteration: I``, a tuple ``(E, I)`` / ``()`` or nothing.
 Lines written through MPI (``[1,0]<stdout>:``), with a date prefix, or glued behind a tqdm
 progress bar are handled by looking for ``DLL `` anywhere in the line; only rank 0's
 lines (or lines without a rank prefix) are read.
@@ -16,6 +16,7 @@ from datetime import datetime
 
 _HEAD = re.compile(r"DLL (\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) - (.*)")
 _STEP_EPOCH = re.compile(r"^\s*(?:Training )?Epoch:\s*(\d+)(?:\s+(?:Training )?Iteration:\s*(\d+))?")
+_STEP_ITERATION = re.compile(r"^\s*(?:Training )?Iteration:\s*(\d+)")
 _STEP_TUPLE = re.compile(r"^\s*\((\d+)?(?:,\s*(\d+))?\)")
 _FIELD = re.compile(r"([A-Za-z_][\w.]*) : (\S+)(?: +([A-Za-z%]+/s(?:ec)?|%|s|None)(?=\s|$))?")
 _RANK = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>:")
@@ -70,7 +71,12 @@ def parse_dll_line(line: str) -> DLLRecord | None:
     else:
         body = rest
         match = _STEP_EPOCH.match(rest) or _STEP_TUPLE.match(rest)
-        if match:
+        only_iteration = None if match else _STEP_ITERATION.match(rest)
+        if only_iteration:
+            iteration = int(only_iteration.group(1))
+            body = rest[only_iteration.end():]
+            kind = "step"
+        elif match:
             epoch = int(match.group(1)) if match.group(1) is not None else None
             iteration = int(match.group(2)) if match.group(2) is not None else None
             body = rest[match.end():]

@@ -1,0 +1,17 @@
+"""Registers the PyTorch ecosystem's DLLogger log formats (NGC BERT and ResNet-50).
+
+The Megatron-LM format is registered by ``harness_pytorch.plugin`` together with the
+framework; these formats only read logs, so they live in a plugin module of their own.
+"""
+
+from __future__ import annotations
+
+from harness import hookimpl
+
+
+@hookimpl
+def register_log_formats(register) -> None:
+    from harness_pytorch.dllogger_log import DLLoggerFormat, PyTorchDLEFormat
+
+    register(DLLoggerFormat())
+    register(PyTorchDLEFormat())
