@@ -15,9 +15,9 @@ def register(app: typer.Typer, state) -> None:
         return Table(*columns)
 
     def _print(table) -> None:
-        from rich.console import Console
+        from harness.cli.console import make_console
 
-        Console().print(table)
+        make_console().print(table)
 
     @group.command("cases")
     def cases_command() -> None:

@@ -22,10 +22,10 @@ def register(app: typer.Typer, state) -> None:
 
             typer.echo(json.dumps([info.__dict__ for info in infos], indent=2))
             return
-        from rich.console import Console
+        from harness.cli.console import make_console
         from rich.table import Table
 
         table = Table("plugin", "version", "source", "hooks")
         for info in infos:
             table.add_row(info.name, info.version, info.source, ", ".join(info.hooks))
-        Console().print(table)
+        make_console().print(table)

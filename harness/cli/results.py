@@ -26,7 +26,7 @@ def register(app: typer.Typer, state) -> None:
         limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 50,
     ) -> None:
         """List recorded runs, newest first."""
-        from rich.console import Console
+        from harness.cli.console import make_console
         from rich.table import Table
 
         from harness.store import ResultStore
@@ -38,7 +38,7 @@ def register(app: typer.Typer, state) -> None:
             value = f"{r.throughput.value:,.2f}" if r.throughput else "-"
             unit = r.throughput.unit if r.throughput else ""
             table.add_row(r.run_id, r.case, r.framework, r.vendor, r.status, value, unit, r.config_hash)
-        Console().print(table)
+        make_console().print(table)
         if not rows:
             typer.echo(f"no runs recorded in {output}", err=True)
 

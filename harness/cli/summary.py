@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rich.console import Console
+from harness.cli.console import make_console
 from rich.table import Table
 
 
@@ -10,8 +10,8 @@ def _mb(value: int | None) -> str:
     return f"{value / 2**20:,.1f} MiB" if value else "-"
 
 
-def print_summary(report, console: Console | None = None) -> None:
-    console = console or Console()
+def print_summary(report, console=None) -> None:
+    console = console or make_console()
     r = report.result
     table = Table(title=f"harness run {r.run_id}", show_header=False, title_justify="left")
     table.add_column("field", style="bold")
@@ -42,6 +42,14 @@ def print_summary(report, console: Console | None = None) -> None:
     if r.loss_first is not None:
         table.add_row("loss", f"{r.loss_first:.4f} -> {r.loss_final:.4f}")
     table.add_row("peak memory", _mb(r.peak_memory_bytes))
+    e = r.efficiency
+    if e and e.mfu is not None:
+        table.add_row("MFU", f"[bold]{e.mfu:.1%}[/bold] ({e.achieved_flops_per_device / 1e12:,.1f} of "
+                             f"{e.peak_flops_per_device / 1e12:,.1f} TFLOP/s per device, {e.flops_formula})")
+    if e and e.energy_per_unit_j is not None:
+        unit = r.throughput.unit.split("/")[0] if r.throughput else "unit"
+        table.add_row("energy", f"{e.energy_per_unit_j:.4g} J per {unit.rstrip('s')} "
+                                f"({e.busy_power_w:,.0f} W while busy)")
     table.add_row("config hash", r.config_hash)
     table.add_row("run folder", str(report.run_dir))
     table.add_row("legacy index", str(report.legacy_path))

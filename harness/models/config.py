@@ -6,9 +6,15 @@ import hashlib
 import json
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from harness.models.case import ParamValue
+
+def _without(data, keys):
+    if isinstance(data, dict) and any(k in data for k in keys):
+        return {k: v for k, v in data.items() if k not in keys}
+    return data
+
 
 Precision = Literal["fp32", "fp16", "bf16"]
 Scale = Literal["full", "smoke"]
@@ -18,6 +24,12 @@ class RunSettings(BaseModel):
     """Knobs every framework understands. Case-specific hyper-parameters live in ``params``."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_computed(cls, data):
+        # Serialised results carry the computed fields; reading them back must not fail.
+        return _without(data, ("world_size", "run_mode", "global_batch_size"))
 
     precision: Precision = "fp32"
     micro_batch_size: int = Field(8, ge=1, description="Per-process batch size of one step.")
@@ -69,6 +81,11 @@ class ResolvedConfig(BaseModel):
         default_factory=dict,
         description="Where each non-default value came from: smoke, vendor:<file>, cli.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_computed(cls, data):
+        return _without(data, ("config_hash",))
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -5,6 +5,7 @@ The seeds require that archived logs carry no machine IPs; host names go too.
 
 from __future__ import annotations
 
+import ipaddress
 import re
 import socket
 from functools import lru_cache
@@ -13,13 +14,8 @@ from functools import lru_cache
 _IPV4 = re.compile(
     r"(?<![\d.])(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?![\d.]*\d)"
 )
-# IPv6: at least three colon-separated hex groups, or compressed forms with '::'.
-_IPV6 = re.compile(
-    r"(?<![\w:])(?:[0-9a-fA-F]{1,4}:){2,7}[0-9a-fA-F]{1,4}(?![\w:])"
-    r"|(?<![\w:])(?:[0-9a-fA-F]{1,4}:){1,6}:(?:[0-9a-fA-F]{1,4})?(?![\w:])"
-)
-# ``[0-9a-f]{1,4}:`` also matches times like 12:30:45; require a hex letter or '::'.
-_LOOKS_LIKE_TIME = re.compile(r"^\d{1,2}(?::\d{1,2}){1,3}$")
+# IPv6 candidates: hex groups with at least two colons; ipaddress decides (so 12:30:45 stays).
+_IPV6_CANDIDATE = re.compile(r"(?<![\w:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![\w:])")
 
 
 @lru_cache(maxsize=1)
@@ -35,7 +31,9 @@ def _host_names() -> tuple[str, ...]:
 
 def _ipv6_sub(match: re.Match) -> str:
     text = match.group(0)
-    if _LOOKS_LIKE_TIME.match(text):
+    try:
+        ipaddress.IPv6Address(text)
+    except ValueError:
         return text
     return "<ipv6>"
 
@@ -47,5 +45,5 @@ def scrub_line(line: str, host_names: tuple[str, ...] | None = None) -> str:
             line = line.replace(name, "<host>")
     line = _IPV4.sub("<ip>", line)
     if ":" in line:
-        line = _IPV6.sub(_ipv6_sub, line)
+        line = _IPV6_CANDIDATE.sub(_ipv6_sub, line)
     return line

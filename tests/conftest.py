@@ -1,0 +1,41 @@
+"""Shared fixtures: an installed third-party demo plugin and a CLI runner in subprocesses."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO_PLUGIN_SRC = REPO / "tests" / "fixtures" / "harness_demo_plugin"
+
+
+@pytest.fixture(scope="session")
+def demo_plugin_site(tmp_path_factory) -> Path:
+    """The demo plugin package installed (with its entry points) into a private folder."""
+    target = tmp_path_factory.mktemp("demo_site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(target), str(DEMO_PLUGIN_SRC)],
+        check=True, capture_output=True, text=True,
+    )
+    return target
+
+
+@pytest.fixture
+def cli_env(demo_plugin_site, tmp_path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(demo_plugin_site), env.get("PYTHONPATH")]))
+    env["HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
+    env["PYTHONUNBUFFERED"] = "1"
+    # The deliberately broken demo entry point is blocked except where a test checks its warning.
+    env["HARNESS_BLOCK_PLUGINS"] = "broken_demo"
+    return env
+
+
+def run_cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "harness", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)

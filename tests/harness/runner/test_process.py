@@ -1,0 +1,117 @@
+"""The runner's failure paths, with real subprocesses."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from harness.models import LaunchSpec
+from harness.runner.process import execute_launch
+
+
+def launch(code: str) -> LaunchSpec:
+    return LaunchSpec(argv=[sys.executable, "-c", textwrap.dedent(code)], log_format="megatron")
+
+
+def test_success_tees_every_line_and_scrubs(tmp_path):
+    lines = []
+    outcome = execute_launch(
+        launch("print('hello'); print('master at 192.168.1.20:29500')"),
+        tmp_path / "log", timeout_s=30, hang_timeout_s=30, on_line=lines.append,
+    )
+    assert outcome.status == "success" and outcome.exit_code == 0
+    assert (tmp_path / "log").read_text() == "hello\nmaster at <ip>:29500\n"
+    assert lines == ["hello\n", "master at <ip>:29500\n"]
+
+
+def test_nonzero_exit_is_a_failure_with_the_last_error_lines(tmp_path):
+    outcome = execute_launch(launch("""
+        print('step 1 ok')
+        raise RuntimeError('CUDA out of memory on rank 3')
+    """), tmp_path / "log", timeout_s=30, hang_timeout_s=30)
+    assert outcome.status == "failed" and outcome.exit_code == 1
+    assert "exited with code 1" in outcome.reason
+    assert "RuntimeError: CUDA out of memory on rank 3" in outcome.reason
+
+
+def test_overall_timeout_stops_a_chatty_process(tmp_path):
+    start = time.monotonic()
+    outcome = execute_launch(launch("""
+        import time
+        while True:
+            print('working', flush=True); time.sleep(0.1)
+    """), tmp_path / "log", timeout_s=1.5, hang_timeout_s=60)
+    assert outcome.status == "timeout"
+    assert "overall timeout of 1.5 s" in outcome.reason
+    assert time.monotonic() - start < 15
+    assert "run stopped" in (tmp_path / "log").read_text()
+
+
+def test_silent_process_is_a_hang(tmp_path):
+    outcome = execute_launch(launch("""
+        import time
+        print('started', flush=True)
+        time.sleep(600)
+    """), tmp_path / "log", timeout_s=60, hang_timeout_s=1.0)
+    assert outcome.status == "hang" and "no output for 1 s" in outcome.reason
+
+
+def test_whole_process_group_is_stopped(tmp_path):
+    # The child starts a grandchild that would outlive a plain kill of the child.
+    pid_file = tmp_path / "grandchild.pid"
+    outcome = execute_launch(launch(f"""
+        import subprocess, sys, time
+        p = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])
+        open({str(pid_file)!r}, 'w').write(str(p.pid))
+        print('spawned', flush=True)
+        time.sleep(600)
+    """), tmp_path / "log", timeout_s=60, hang_timeout_s=1.0)
+    assert outcome.status == "hang"
+    grandchild = int(pid_file.read_text())
+    time.sleep(0.2)
+    assert not _is_running(grandchild)
+
+
+def _is_running(pid: int) -> bool:
+    """True unless the process is gone or a zombie (killed, waiting to be reaped by init)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            state = handle.read().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    return state not in ("Z", "X")
+
+
+def test_sigint_interrupts_and_still_reports(tmp_path):
+    # A separate interpreter runs the runner; SIGINT goes to it as Ctrl-C would.
+    driver = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from harness.models import LaunchSpec
+        from harness.runner.process import execute_launch
+        spec = LaunchSpec(argv=[sys.executable, '-c', "import time\\nprint('go', flush=True)\\ntime.sleep(600)"],
+                          log_format='megatron')
+        outcome = execute_launch(spec, Path({str(tmp_path / 'log')!r}), timeout_s=60, hang_timeout_s=60)
+        print('STATUS', outcome.status, flush=True)
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if (tmp_path / "log").exists() and "go" in (tmp_path / "log").read_text():
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=30)
+    assert "STATUS interrupted" in out
+    assert "interrupted by the user" in (tmp_path / "log").read_text()
+
+
+def test_missing_executable_is_a_failure_not_a_crash(tmp_path):
+    spec = LaunchSpec(argv=["/nonexistent/python"], log_format="megatron")
+    outcome = execute_launch(spec, tmp_path / "log", timeout_s=5, hang_timeout_s=5)
+    assert outcome.status == "failed" and "could not start" in outcome.reason

@@ -1,0 +1,236 @@
+"""Each hook, exercised through a plugin registered on an injected plugin manager."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+from harness import hookimpl
+from harness.cli.main import build_app
+from harness.models import (
+    CaseSpec, DatasetInfo, DeviceInfo, DeviceSet, ExecutionEnv, FrameworkSpec, LaunchSpec,
+    ParsedLog, StepRecord, VendorSpec,
+)
+from harness.models.vendor_config import VendorCaseConfig
+from harness.plugin_manager import make_plugin_manager
+from harness.registry import Registry
+from harness.runner.pipeline import RunObserver, RunRequest, run_benchmark
+from harness_pytorch.megatron_log import MegatronFormat
+
+CASE = CaseSpec(
+    name="toy", model="toy-model", dataset="toy-data", unit="samples/s", mission_name="m",
+    direction_id=1, legacy_prefix="t", settings={"max_steps": 3, "skip_steps": 1},
+    params={"width": 4, "tag": "a"}, vendor_overridable=frozenset({"width"}),
+)
+
+
+class ToyPlugin:
+    """A framework + vendor + case, recording the calls it gets."""
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    @hookimpl
+    def register_cases(self, register):
+        register(CASE)
+
+    @hookimpl
+    def register_frameworks(self, register):
+        register(FrameworkSpec(name="toyfw", models=frozenset({"toy-model"}), log_format="megatron"))
+
+    @hookimpl
+    def register_vendors(self, register):
+        register(VendorSpec(name="toyvendor", device_kind="cpu"))
+
+    @hookimpl
+    def register_log_formats(self, register):
+        class ToyFormat(MegatronFormat):
+            name = "toy-format"
+        register(ToyFormat())
+
+    @hookimpl
+    def register_commands(self, cli):
+        @cli.command("toy-hello")
+        def hello():
+            """Say hello."""
+            typer.echo("hello from toy")
+
+    @hookimpl
+    def discover_devices(self, vendor):
+        if vendor != "toyvendor":
+            return None
+        self.calls.append("discover_devices")
+        return DeviceSet(vendor="toyvendor", kind="cpu", devices=[DeviceInfo(index=0, name="toy")])
+
+    @hookimpl
+    def vendor_case_config(self, vendor, case, framework, nproc, nnodes, hardware_config):
+        if vendor != "toyvendor":
+            return None
+        self.calls.append("vendor_case_config")
+        return VendorCaseConfig(name="toy_config", values={"width": 8})
+
+    @hookimpl
+    def prepare_env(self, context):
+        if context.framework != "toyfw":
+            return None
+        self.calls.append("prepare_env")
+        return ExecutionEnv(python=sys.executable, framework="toyfw", framework_version="9.9")
+
+    @hookimpl
+    def prepare_data(self, context):
+        if context.case.dataset != "toy-data":
+            return None
+        self.calls.append("prepare_data")
+        return DatasetInfo(kind="toy-data", path=str(context.data_dir), synthesized=True)
+
+    @hookimpl
+    def run(self, context, env, dataset):
+        if context.framework != "toyfw":
+            return None
+        self.calls.append("run")
+        width = context.config.params["width"]
+        code = "".join(
+            f"print(' iteration {i}/3 | elapsed time per iteration (ms): 100.0 | "
+            f"global batch size: {width} | lm loss: {3.0 / i} |');"
+            for i in (1, 2, 3)
+        )
+        return LaunchSpec(argv=[env.python, "-c", code], log_format="megatron")
+
+    @hookimpl
+    def parse_log(self, context, log_path):
+        if context.framework != "toyfw":
+            return None
+        self.calls.append("parse_log")
+        return MegatronFormat().parse_file(log_path)
+
+
+class VendorWrapper:
+    """A vendor wrapping run (adds a variable) and execute (adds a measurement)."""
+
+    @hookimpl(wrapper=True)
+    def run(self, context, env, dataset):
+        launch = yield
+        return launch.model_copy(update={"env": {**launch.env, "TOY_VISIBLE": "0"}})
+
+    @hookimpl(wrapper=True)
+    def execute(self, context, launch, log_path, observer):
+        assert launch.env["TOY_VISIBLE"] == "0"
+        outcome = yield
+        outcome.extras["toy_monitor"] = 42.0
+        return outcome
+
+
+@pytest.fixture
+def toy():
+    plugin = ToyPlugin()
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(plugin, VendorWrapper()))
+    return pm, plugin
+
+
+@pytest.fixture
+def toy_report(toy, tmp_path):
+    pm, plugin = toy
+    request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "results",
+                         cache_dir=tmp_path / "cache")
+    return run_benchmark(pm, request), plugin
+
+
+def test_hook_register_cases(toy):
+    registry = Registry.from_plugins(toy[0])
+    assert registry.cases.get("toy") == CASE
+    assert "gpt3_6.7B" in registry.cases
+
+
+def test_hook_register_frameworks(toy):
+    registry = Registry.from_plugins(toy[0])
+    assert registry.frameworks_for(CASE) == ["toyfw"]
+
+
+def test_hook_register_vendors(toy):
+    assert "toyvendor" in Registry.from_plugins(toy[0]).vendors
+
+
+def test_hook_register_log_formats(toy):
+    formats = Registry.from_plugins(toy[0]).log_formats
+    assert "toy-format" in formats and "megatron" in formats
+
+
+def test_hook_register_commands(toy, capsys):
+    app = build_app(toy[0])
+    assert app(["toy-hello"], standalone_mode=False) is None
+    assert "hello from toy" in capsys.readouterr().out
+
+
+def test_hook_discover_devices(toy_report):
+    report, plugin = toy_report
+    assert report.result.devices.devices[0].name == "toy"
+    assert plugin.calls[0] == "discover_devices"
+
+
+def test_hook_vendor_case_config(toy_report):
+    report, _ = toy_report
+    assert report.result.config.params["width"] == 8
+    assert report.result.config.hardware_config == "toy_config"
+    assert report.result.config.sources["width"] == "vendor:toy_config"
+
+
+def test_hook_prepare_env(toy_report):
+    assert toy_report[0].result.framework_version == "9.9"
+
+
+def test_hook_prepare_data(toy_report):
+    assert toy_report[0].result.dataset.kind == "toy-data"
+
+
+def test_hook_run(toy_report):
+    report, plugin = toy_report
+    assert plugin.calls == ["discover_devices", "vendor_case_config", "prepare_env", "prepare_data",
+                            "run", "parse_log"]
+    assert report.result.status == "success"
+
+
+def test_hook_execute(toy_report):
+    report, _ = toy_report
+    assert report.result.device_metrics == {"toy_monitor": 42.0}
+    assert len((report.run_dir / "train.log").read_text().splitlines()) == 3
+
+
+def test_hook_parse_log(toy_report):
+    result = toy_report[0].result
+    # 8 samples per step (vendor config width=8) in 0.1 s; step 1 skipped.
+    assert result.throughput.value == pytest.approx(80.0)
+    assert result.loss_first == pytest.approx(3.0) and result.loss_final == pytest.approx(1.0)
+    assert result.steps_completed == 3
+
+
+def test_observer_sees_every_line(toy, tmp_path):
+    pm, _ = toy
+    seen = []
+
+    class Recorder(RunObserver):
+        def on_line(self, line):
+            seen.append(line)
+
+    request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
+                         cache_dir=tmp_path / "c")
+    run_benchmark(pm, request, observer=Recorder())
+    assert len(seen) == 3
+
+
+def test_parsed_log_with_nan_marks_failure(toy, tmp_path):
+    pm, _ = toy
+
+    class NanParser:
+        @hookimpl(tryfirst=True)
+        def parse_log(self, context, log_path):
+            return ParsedLog(format="x", steps=[StepRecord(step=1, throughput=1.0, loss=float("nan"))],
+                             errors=["non-finite loss at iteration 1"])
+
+    pm.register(NanParser())
+    request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
+                         cache_dir=tmp_path / "c")
+    result = run_benchmark(pm, request).result
+    assert result.status == "failed" and "non-finite loss" in result.failure_reason

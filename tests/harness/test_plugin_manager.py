@@ -1,0 +1,68 @@
+"""Loading built-ins, entry-point plugins, blocked plugins and broken plugins."""
+
+from __future__ import annotations
+
+import json
+
+import pluggy
+import pytest
+
+from harness import hookimpl
+from harness.plugin_manager import DEFAULT_PLUGINS, make_plugin_manager
+from tests.conftest import run_cli
+
+
+def test_builtins_are_registered_like_any_plugin():
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set())
+    for name in DEFAULT_PLUGINS:
+        assert pm.get_plugin(name) is not None
+    info = pm.harness_info["harness_pytorch.plugin"]
+    assert "run" in info.hooks and "parse_log" in info.hooks
+
+
+def test_blocked_builtin_is_not_loaded(monkeypatch):
+    monkeypatch.setenv("HARNESS_BLOCK_PLUGINS", "harness_nvidia.plugin, something_else")
+    pm = make_plugin_manager(load_entrypoints=False)
+    assert pm.get_plugin("harness_nvidia.plugin") is None
+    assert pm.get_plugin("harness_cpu.plugin") is not None
+
+
+def test_unknown_hook_implementation_is_rejected():
+    class Typo:
+        @hookimpl
+        def prepare_enviroment(self, context):  # misspelled hook name
+            return None
+
+    with pytest.raises(pluggy.PluginValidationError):
+        make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(Typo(),))
+
+
+def test_entry_point_plugin_is_listed_with_version_and_hooks(cli_env, tmp_path):
+    proc = run_cli(["plugins", "--json"], cli_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    plugins = {p["name"]: p for p in json.loads(proc.stdout)}
+    demo = plugins["demo"]
+    assert demo["version"] == "0.0.7"
+    assert demo["source"] == "entrypoint:harness-demo-plugin"
+    assert {"register_cases", "run", "parse_log"} <= set(demo["hooks"])
+    assert "harness_pytorch.plugin" in plugins
+
+
+def test_broken_entry_point_warns_and_names_itself(cli_env, tmp_path):
+    cli_env["HARNESS_BLOCK_PLUGINS"] = ""
+    proc = run_cli(["plugins", "--json"], cli_env, tmp_path)
+    assert proc.returncode == 0
+    assert "broken_demo" in proc.stderr and "failed to load" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_entry_point_plugin_can_be_blocked(cli_env, tmp_path):
+    cli_env["HARNESS_BLOCK_PLUGINS"] = "demo,broken_demo"
+    proc = run_cli(["plugins", "--json"], cli_env, tmp_path)
+    names = {p["name"] for p in json.loads(proc.stdout)}
+    assert "demo" not in names and proc.stderr == ""
+
+
+def test_entry_point_case_is_runnable_like_a_builtin(cli_env, tmp_path):
+    proc = run_cli(["list", "cases"], cli_env, tmp_path)
+    assert "demo_steps" in proc.stdout and "gpt3_6.7B" in proc.stdout

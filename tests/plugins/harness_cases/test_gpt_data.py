@@ -1,0 +1,33 @@
+"""The synthesised GPT dataset is in PaddleNLP's format and deterministic."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from harness_cases.gpt_data import ensure_gpt_dataset, synthesize_tokens
+
+
+def test_format_and_determinism(tmp_path):
+    folder, files, created = ensure_gpt_dataset(tmp_path, vocab_size=1000, seed=7, num_tokens=50_000)
+    assert created and files[0].endswith("_ids.npy") and files[1].endswith("_idx.npz")
+    ids = np.load(folder / files[0])
+    idx = np.load(folder / files[1])
+    assert ids.dtype == np.uint16 and ids.shape == (50_000,) and int(ids.max()) < 1000
+    assert int(idx["lens"].sum()) == 50_000 and len(idx["docs"]) == len(idx["lens"]) + 1
+    again, _, created_again = ensure_gpt_dataset(tmp_path, vocab_size=1000, seed=7, num_tokens=50_000)
+    assert not created_again and again == folder
+    tokens, lens = synthesize_tokens(1000, 50_000, 7)
+    assert np.array_equal(tokens, ids) and np.array_equal(lens, idx["lens"])
+    other, _ = synthesize_tokens(1000, 50_000, 8)
+    assert not np.array_equal(other, ids)
+
+
+def test_large_vocab_uses_int32():
+    tokens, _ = synthesize_tokens(100_000, 1000, 1)
+    assert tokens.dtype == np.int32
+
+
+def test_no_half_written_dataset_is_left(tmp_path):
+    ensure_gpt_dataset(tmp_path, vocab_size=500, seed=1, num_tokens=10_000)
+    leftovers = [p.name for p in (tmp_path / "gpt-npy").iterdir() if p.name.startswith(".")]
+    assert leftovers == []

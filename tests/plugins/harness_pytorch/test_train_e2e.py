@@ -1,0 +1,49 @@
+"""End to end: `harness run` trains the real GPT through PyTorch on the CPU."""
+
+from __future__ import annotations
+
+import json
+import socket
+
+import pytest
+
+from tests.conftest import run_cli
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow
+
+
+def test_smoke_run_trains_and_records_everything(cli_env, tmp_path):
+    proc = run_cli(["run", "--vendor", "cpu", "--case", "gpt3_6.7B", "--scale", "smoke", "--json"],
+                   cli_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "success" and result["steps_completed"] == 30
+    assert result["framework"] == "pytorch" and result["framework_version"].startswith("2.")
+    # Real training: the loss falls well below its starting value (ln 2048 = 7.6).
+    assert result["loss_first"] > 7.0 and result["loss_final"] < 0.75 * result["loss_first"]
+    assert result["throughput"]["unit"] == "tokens/s" and result["throughput"]["value"] > 0
+    assert result["step_time"]["n"] == 25  # 30 steps, the first 5 skipped
+    assert result["peak_memory_bytes"] > 0
+    assert result["config"]["params"]["num_layers"] == 2  # the smoke preset
+    run_dir = tmp_path / "results" / result["run_id"]
+    log = (run_dir / "train.log").read_text()
+    assert log.count("iteration") >= 30 and socket.gethostname() not in log
+    [index_file] = (run_dir / "index").iterdir()
+    assert index_file.name == "nlp_gpt3_6.7B_sp_bs8_fp32_1_speed"
+    index = json.loads(index_file.read_text())
+    assert index["FINAL_RESULT"] == pytest.approx(result["throughput"]["value"], rel=1e-3)
+    assert index["UNIT"] == "tokens/s" and index["JOB_FAIL_FLAG"] == 0 and index["gpu_num"] == 1
+    assert json.loads((run_dir / "config.json").read_text())["config_hash"] == result["config_hash"]
+
+
+def test_data_parallel_mixed_precision_run(cli_env, tmp_path):
+    proc = run_cli(["run", "--case", "gpt3_125M", "--scale", "smoke", "--run-mode", "mp",
+                    "--precision", "bf16", "--max-steps", "8", "--set", "grad_accum_steps=2", "--json"],
+                   cli_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "success" and result["nproc"] == 2 and result["run_mode"] == "mp"
+    assert result["global_batch_size"] == 8 * 2 * 2
+    assert result["throughput"]["per_device"] == pytest.approx(result["throughput"]["value"] / 2)
+    assert result["loss_final"] < result["loss_first"]
