@@ -162,6 +162,18 @@ def execute(
     """
 
 
+@hookspec
+def unsupported_reason(context: RunContext) -> str | None:
+    """Say why this planned run cannot run on this machine, or return ``None``.
+
+    ``harness sweep`` asks every plugin before it runs a point of its matrix and lists the
+    point as skipped with the reasons given, instead of running it to a failure: e.g. a
+    precision the device lacks (bf16 on a pre-Ampere GPU) or the framework has no kernels
+    for on this device. Answer only for your own framework or vendor. Not ``firstresult``:
+    every plugin's reason is reported.
+    """
+
+
 @hookspec(firstresult=True)
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
     """Turn the framework's own log lines into per-step metrics (``ParsedLog``).

@@ -43,6 +43,8 @@ def build_app(pm=None) -> typer.Typer:
     results.register(app, state)
     listing.register(app, state)
     env.register(app, state)
+    from harness.cli import sweep as sweep_cli
+    sweep_cli.register(app, state)
     state.plugin_manager().hook.register_commands(cli=app)
     return app
 

@@ -1,0 +1,200 @@
+"""``harness sweep``: a matrix of runs from comma-separated lists or a TOML sweep file."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness.errors import UserInputError, did_you_mean
+
+HELP = """Run a matrix of benchmark runs, one after another.
+
+The matrix is the product of the comma-separated lists, or of a sweep TOML file's [matrix]
+(see sweeps/ for the seeds' tables); lists given on the command line replace that field of
+the file. Points this machine cannot run are listed as skipped with the reason. Runs already
+recorded with the same resolved-config hash are skipped, so an interrupted sweep (Ctrl-C)
+resumes where it stopped when started again. A failing run does not stop the sweep.
+
+Example: harness sweep --case gpt3_125M --scale smoke --precision fp32,bf16 --batch-size 4,8 --nproc 1,2
+"""
+
+
+class EnvChoice(str, Enum):
+    auto = "auto"
+    current = "current"
+
+
+class ScaleChoice(str, Enum):
+    full = "full"
+    smoke = "smoke"
+
+
+def split_list(text: str | None, option: str, kind: type = str) -> list:
+    """``"1,2"`` -> ``[1, 2]``; a clear error for an item that is not a ``kind``."""
+    if text is None:
+        return []
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise UserInputError(f"{option} needs at least one value, e.g. {option} a,b")
+    if kind is int:
+        bad = [item for item in items if not item.isdigit() or int(item) < 1]
+        if bad:
+            raise UserInputError(f"{option} takes positive integers separated by commas; got {bad[0]!r}")
+        return [int(item) for item in items]
+    return items
+
+
+def _check_names(names: list[str], catalog, option: str) -> None:
+    for name in names:
+        if name.split(":", 1)[0] not in catalog:
+            raise UserInputError(f"{option}: unknown {catalog.kind} {name!r}. "
+                                 + did_you_mean(name, catalog.items))
+
+
+def register(app: typer.Typer, state) -> None:
+    @app.command("sweep", help=HELP)
+    def sweep_command(
+        file: Annotated[Optional[Path], typer.Argument(
+            help="Sweep TOML file (optional when --case is given).")] = None,
+        case: Annotated[Optional[str], typer.Option(help="Cases, comma-separated.")] = None,
+        framework: Annotated[Optional[str], typer.Option(help="Frameworks, comma-separated.")] = None,
+        vendor: Annotated[Optional[str], typer.Option(help="Vendors, comma-separated (default cpu).")] = None,
+        nproc: Annotated[Optional[str], typer.Option(help="Processes per node, e.g. 1,2,8.")] = None,
+        nnodes: Annotated[Optional[str], typer.Option(help="Nodes, e.g. 1,4.")] = None,
+        precision: Annotated[Optional[str], typer.Option(help="Precisions: fp32,fp16,bf16.")] = None,
+        batch_size: Annotated[Optional[str], typer.Option(help="Micro batch sizes, e.g. 32,48.")] = None,
+        scale: Annotated[Optional[ScaleChoice], typer.Option(
+            help="smoke shrinks every case for a CPU (default: the file's, else full).")] = None,
+        max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps of every run.")] = None,
+        repeat: Annotated[Optional[int], typer.Option(
+            min=1, help="Repeats per run (default: the file's, else 3 on accelerators at full "
+                        "scale and 1 otherwise); the median is reported.")] = None,
+        set_: Annotated[Optional[list[str]], typer.Option(
+            "--set", help="Override a setting or hyper-parameter in every run: key=value.")] = None,
+        output: Annotated[Path, typer.Option(help="Results folder (run folders and harness.db).")] = Path("results"),
+        data_dir: Annotated[Optional[Path], typer.Option(help="Dataset root (default: the cache).")] = None,
+        env: Annotated[EnvChoice, typer.Option(
+            help="auto: each framework plugin's environment; current: this interpreter.")] = EnvChoice.auto,
+        dry_run: Annotated[bool, typer.Option(
+            "--dry-run", help="Show the matrix, what would be skipped and why, and stop.")] = False,
+        rerun: Annotated[bool, typer.Option(
+            "--rerun", help="Run points again even when they are already recorded.")] = False,
+        show_log: Annotated[bool, typer.Option(help="Echo each training log while it runs.")] = False,
+    ) -> None:
+        from rich.console import Console
+
+        from harness.config_resolution import parse_set_pairs
+        from harness.sweep.planner import SweepOptions, plan_sweep
+        from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file
+
+        spec = load_sweep_file(file) if file else SweepSpec(name="cli")
+        registry = state.registry()
+        axes = {
+            "case": split_list(case, "--case"),
+            "framework": split_list(framework, "--framework"),
+            "vendor": split_list(vendor, "--vendor"),
+            "nproc": split_list(nproc, "--nproc", int),
+            "nnodes": split_list(nnodes, "--nnodes", int),
+            "precision": split_list(precision, "--precision"),
+            "batch_size": split_list(batch_size, "--batch-size", int),
+        }
+        _check_names(axes["case"], registry.cases, "--case")
+        _check_names(axes["framework"], registry.frameworks, "--framework")
+        _check_names(axes["vendor"], registry.vendors, "--vendor")
+        for value in axes["precision"]:
+            if value not in ("fp32", "fp16", "bf16"):
+                raise UserInputError(f"--precision: {value!r} is not one of fp32, fp16, bf16")
+        overrides: dict = {}
+        if scale is not None:
+            overrides["scale"] = scale.value
+        if max_steps is not None:
+            overrides["max_steps"] = max_steps
+        if repeat is not None:
+            overrides["repeat"] = repeat
+        if set_:
+            overrides["set"] = parse_set_pairs(list(set_))
+        points = apply_cli_axes(spec.expand(), axes, overrides)
+        if not file and not axes["case"]:
+            raise UserInputError("give a sweep file or --case (see `harness sweep --help`)")
+
+        console = Console(stderr=True)
+        out = _wide_console()
+        options = SweepOptions(output=output, data_dir=data_dir, env_mode=env.value, rerun=rerun)
+        planned = plan_sweep(state.plugin_manager(), registry, points, options)
+        todo = sum(1 for p in planned if p.state == "todo")
+        counts = {s: sum(1 for p in planned if p.state == s) for s in ("done", "skipped", "invalid")}
+        console.print(
+            f"sweep [bold]{spec.name}[/bold]: {len(planned)} points, {todo} to run, "
+            f"{counts['done']} already recorded, {counts['skipped']} skipped, "
+            f"{counts['invalid']} invalid", highlight=False)
+        if dry_run:
+            from harness.sweep.runner import SweepRow, row_from_recorded
+
+            rows = [row_from_recorded(p) if p.state == "done" else
+                    SweepRow(p, "to run" if p.state == "todo" else p.state, p.reason) for p in planned]
+            out.print(summary_table(rows, title=f"sweep {spec.name} (dry run)"))
+            return
+        from harness.cli.progress import ConsoleObserver
+        from harness.sweep.runner import run_sweep
+
+        summary = run_sweep(
+            state.plugin_manager(), registry, spec.name, planned, options, source=spec.source,
+            observer_factory=lambda: ConsoleObserver(registry, show_log=show_log, console=console),
+            emit=lambda text: console.print(f"[bold cyan]{text}[/bold cyan]", highlight=False),
+        )
+        out.print(summary_table(summary.rows, title=f"sweep {spec.name}"))
+        ran = summary.count("success", "failed", "timeout", "hang", "interrupted")
+        console.print(
+            f"{ran} ran: {summary.count('success')} succeeded, {len(summary.failed_rows)} failed; "
+            f"{summary.count('done')} already recorded; {summary.count('skipped')} skipped"
+            + (f"; {summary.count('not run')} not run" if summary.interrupted else ""),
+            highlight=False)
+        if summary.interrupted:
+            console.print("interrupted: run the same command again to resume "
+                          "(recorded runs are skipped)", highlight=False)
+        if summary.exit_code:
+            raise typer.Exit(summary.exit_code)
+
+
+def _wide_console():
+    """stdout console; off a terminal (logs, CI) wide enough that the table does not wrap."""
+    import sys
+
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
+def summary_table(rows, title: str):
+    """One line per point: where it ran, its status and FINAL_RESULT, or why it did not run."""
+    from rich.table import Table
+
+    units = {row.unit for row in rows if row.unit}
+    value_header = f"FINAL_RESULT ({units.pop()})" if len(units) == 1 else "FINAL_RESULT"
+    table = Table(title=title, title_justify="left")
+    for column in ("#", "case", "framework", "layout", "precision", "batch", "status", value_header):
+        table.add_column(column, justify="right" if column in ("#", value_header) else "left")
+    table.add_column("note", overflow="fold", ratio=1)
+    styles = {"success": "green", "done": "green", "skipped": "yellow", "to run": "cyan"}
+    for row in rows:
+        point = row.planned.point
+        settings = row.planned.context.config.settings if row.planned.context else None
+        layout = (f"{settings.nnodes}x{settings.nproc}" if settings
+                  else f"{point.nnodes or 1}x{point.nproc or '?'}")
+        framework = row.planned.context.framework if row.planned.context else (point.framework or "-")
+        case = point.case or "-"
+        if point.label:
+            case = f"{case} [{point.label}]"
+        value = f"{row.value:,.1f}" if row.value is not None else "-"
+        note = "recorded before" if row.status == "done" else (row.reason or "")
+        style = styles.get(row.status, "red")
+        table.add_row(
+            str(row.planned.index), case, framework, layout,
+            settings.precision if settings else (point.precision or "-"),
+            str(settings.micro_batch_size if settings else (point.batch_size or "-")),
+            f"[{style}]{row.status}[/{style}]", value, note,
+        )
+    return table

@@ -1,0 +1,149 @@
+"""Resolve sweep points against the plugins: what runs, what is skipped and why, what is done.
+
+Nothing is executed here. A point is
+
+- ``skipped`` when this machine cannot run it (more processes than devices, several nodes
+  without a rendezvous address, a precision a plugin says the device or framework lacks, a
+  framework or case no installed plugin provides);
+- ``done`` when the results database already holds a successful run with the same
+  resolved-config hash and at least as many repeats (this makes a sweep resumable);
+- ``invalid`` when its settings are wrong for the case (an unknown ``set`` key, ...);
+- ``todo`` otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+from harness.errors import HarnessError, UnavailableError, UserInputError
+from harness.runner.pipeline import RunRequest, plan
+from harness.store import ResultStore
+from harness.sweep.spec import SweepPoint
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from harness.models import BenchmarkResult, DeviceSet
+    from harness.models.context import RunContext
+    from harness.registry import Registry
+
+PlanState = Literal["todo", "skipped", "done", "invalid"]
+
+
+@dataclass
+class SweepOptions:
+    """How every run of a sweep is executed (the ``harness run`` options they share)."""
+
+    output: Path = Path("results")
+    data_dir: Path | None = None
+    cache_dir: Path | None = None
+    env_mode: Literal["auto", "current"] = "auto"
+    rerun: bool = False
+
+
+@dataclass
+class PlannedRun:
+    index: int
+    point: SweepPoint
+    state: PlanState
+    reason: str | None = None
+    request: RunRequest | None = None
+    context: RunContext | None = None
+    recorded: BenchmarkResult | None = None
+    repeat: int = 1
+
+
+@dataclass
+class _DeviceCache:
+    pm: pluggy.PluginManager
+    found: dict[str, DeviceSet | str] = field(default_factory=dict)
+
+    def get(self, vendor: str) -> DeviceSet | str:
+        """The vendor's devices, or the reason they are unavailable."""
+        if vendor not in self.found:
+            try:
+                devices = self.pm.hook.discover_devices(vendor=vendor)
+                self.found[vendor] = devices if devices is not None else (
+                    f"no plugin discovers devices for vendor {vendor!r}")
+            except HarnessError as exc:
+                self.found[vendor] = str(exc)
+        return self.found[vendor]
+
+
+def default_repeat(devices: DeviceSet, scale: str) -> int:
+    """Repeats when neither the command line nor the sweep file says: accelerators at full
+    scale vary from run to run (clocks, thermals), so 3; CPU and smoke runs 1."""
+    return 3 if devices.kind != "cpu" and scale == "full" else 1
+
+
+def plan_sweep(pm: pluggy.PluginManager, registry: Registry, points: list[SweepPoint],
+               options: SweepOptions) -> list[PlannedRun]:
+    store = ResultStore(options.output)
+    devices = _DeviceCache(pm)
+    return [_plan_point(pm, registry, store, devices, index, point, options)
+            for index, point in enumerate(points, start=1)]
+
+
+def _plan_point(pm, registry, store: ResultStore, device_cache: _DeviceCache, index: int,
+                point: SweepPoint, options: SweepOptions) -> PlannedRun:
+    def skipped(reason: str) -> PlannedRun:
+        return PlannedRun(index, point, "skipped", reason)
+
+    if not point.case:
+        return PlannedRun(index, point, "invalid", "no case given (--case or a 'case' field)")
+    vendor = point.vendor or "cpu"
+    if vendor not in registry.vendors:
+        return skipped(f"vendor {vendor!r} is not provided by any installed plugin")
+    case_name = point.case.split(":", 1)[0]
+    if case_name not in registry.cases:
+        return skipped(f"case {case_name!r} is not provided by any installed plugin")
+    if point.framework and point.framework not in registry.frameworks:
+        return skipped(f"framework {point.framework!r} is not installed "
+                       f"(installed: {', '.join(registry.frameworks.names()) or 'none'})")
+    if point.framework:
+        try:
+            registry.check_case_framework(registry.cases.get(case_name), point.framework)
+        except UserInputError as exc:
+            return skipped(str(exc))
+    devices = device_cache.get(vendor)
+    if isinstance(devices, str):
+        return skipped(devices)
+    nnodes = point.nnodes or 1
+    if nnodes > 1 and not os.environ.get("MASTER_ADDR"):
+        return skipped(f"needs {nnodes} nodes: export MASTER_ADDR (and MASTER_PORT) and start "
+                       "the same sweep on every node")
+    if devices.kind != "cpu" and point.nproc and point.nproc > devices.count:
+        return skipped(f"needs {point.nproc} {vendor} devices per node; this machine has "
+                       f"{devices.count}")
+    scale = point.scale or "full"
+    repeat = point.repeat or default_repeat(devices, scale)
+    request = RunRequest(
+        case=point.case, vendor=vendor, framework=point.framework, scale=scale,
+        nproc=point.nproc, nnodes=point.nnodes, batch_size=point.batch_size,
+        precision=point.precision, max_steps=point.max_steps, set_pairs=point.set_pairs(),
+        repeat=repeat, output=options.output, data_dir=options.data_dir,
+        cache_dir=options.cache_dir, env_mode=options.env_mode,
+        hardware_config=point.hardware_config,
+    )
+    try:
+        context = plan(pm, registry, request)
+    except UnavailableError as exc:
+        return skipped(str(exc))
+    except UserInputError as exc:
+        return PlannedRun(index, point, "invalid", str(exc), request=request)
+    repeat = request.repeat  # plan() may take it from a case string
+    reasons = [r for r in pm.hook.unsupported_reason(context=context) if r]
+    if reasons:
+        return PlannedRun(index, point, "skipped", "; ".join(reasons), request, context,
+                          repeat=repeat)
+    if not options.rerun:
+        recorded = [r for r in store.find_by_config_hash(context.config.config_hash)
+                    if len(r.repeats) >= repeat]
+        if recorded:
+            newest = max(recorded, key=lambda r: r.started_at)
+            return PlannedRun(index, point, "done", f"already recorded as {newest.run_id}",
+                              request, context, newest, repeat)
+    return PlannedRun(index, point, "todo", None, request, context, repeat=repeat)

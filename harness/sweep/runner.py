@@ -1,0 +1,146 @@
+"""Execute a planned sweep: one run after another, each failure isolated, Ctrl-C resumable."""
+
+from __future__ import annotations
+
+import json
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable
+
+from harness.errors import HarnessError
+from harness.results_io import atomic_write_text
+from harness.runner.pipeline import RunObserver, execute, plan
+from harness.sweep.planner import PlannedRun, SweepOptions
+from harness.sweep.progress import SweepObserver, SweepProgress
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from harness.registry import Registry
+
+SWEEP_FILE = "sweep.json"  # written into each run folder: which sweep, group and label
+
+
+@dataclass
+class SweepRow:
+    """What became of one point of the matrix."""
+
+    planned: PlannedRun
+    status: str  # success | failed | timeout | hang | interrupted | skipped | done | invalid | not run
+    reason: str | None = None
+    run_id: str | None = None
+    value: float | None = None
+    unit: str | None = None
+
+
+@dataclass
+class SweepSummary:
+    name: str
+    rows: list[SweepRow] = field(default_factory=list)
+    interrupted: bool = False
+
+    def count(self, *statuses: str) -> int:
+        return sum(1 for row in self.rows if row.status in statuses)
+
+    @property
+    def failed_rows(self) -> list[SweepRow]:
+        return [r for r in self.rows if r.status in ("failed", "timeout", "hang", "invalid")]
+
+    @property
+    def exit_code(self) -> int:
+        if self.interrupted:
+            return 130
+        return 1 if self.failed_rows else 0
+
+
+def row_from_recorded(planned: PlannedRun) -> SweepRow:
+    result = planned.recorded
+    return SweepRow(planned, "done", planned.reason, result.run_id if result else None,
+                    result.throughput.value if result and result.throughput else None,
+                    result.throughput.unit if result and result.throughput else None)
+
+
+def write_sweep_marker(run_dir: Path, sweep_name: str, source: str, planned: PlannedRun,
+                       total: int) -> None:
+    """Record in the run folder which sweep, group and label the run belongs to (reports
+    use it for layout tables; the result itself stays independent of sweeps)."""
+    payload = {"sweep": sweep_name, "source": source, "group": planned.point.group,
+               "label": planned.point.label, "point": planned.index, "points": total}
+    atomic_write_text(run_dir / SWEEP_FILE, json.dumps(payload, indent=1) + "\n")
+
+
+def read_sweep_marker(run_dir: Path | None) -> dict:
+    if run_dir is None:
+        return {}
+    try:
+        return json.loads((Path(run_dir) / SWEEP_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def run_sweep(
+    pm: pluggy.PluginManager,
+    registry: Registry,
+    name: str,
+    planned: list[PlannedRun],
+    options: SweepOptions,
+    *,
+    source: str = "",
+    observer_factory: Callable[[], RunObserver] = RunObserver,
+    emit: Callable[[str], None] = lambda text: None,
+    progress: SweepProgress | None = None,
+) -> SweepSummary:
+    """Run every ``todo`` point; list skipped, done and invalid ones with their reasons.
+
+    A failing run is recorded (by the pipeline) and the sweep goes on. Ctrl-C stops the
+    sweep after recording the interrupted run; running the same sweep again skips what
+    succeeded (same resolved-config hash) and runs the rest.
+    """
+    summary = SweepSummary(name)
+    todo = [p for p in planned if p.state == "todo"]
+    progress = progress or SweepProgress(len(todo))
+    for item in planned:
+        if summary.interrupted:
+            summary.rows.append(SweepRow(item, "not run", "the sweep was interrupted before it"))
+            continue
+        if item.state == "done":
+            summary.rows.append(row_from_recorded(item))
+            continue
+        if item.state in ("skipped", "invalid"):
+            summary.rows.append(SweepRow(item, item.state, item.reason))
+            continue
+        row = _run_one(pm, registry, name, source, item, len(planned), progress,
+                       observer_factory, emit)
+        summary.rows.append(row)
+        if row.status == "interrupted":
+            summary.interrupted = True
+    return summary
+
+
+def _run_one(pm, registry, name, source, item: PlannedRun, total: int, progress: SweepProgress,
+             observer_factory, emit) -> SweepRow:
+    description = item.point.describe()
+    progress.start_run()
+    emit(progress.headline(description))
+    request = item.request
+    try:
+        # Planned again right before it runs: a fresh run id (its timestamp) and devices.
+        context = plan(pm, registry, request)
+        observer = SweepObserver(observer_factory(), progress, emit, description)
+        report = execute(pm, registry, context, request, observer)
+    except KeyboardInterrupt:
+        return SweepRow(item, "interrupted", "interrupted by the user before the run was recorded")
+    except HarnessError as exc:
+        return SweepRow(item, "failed", str(exc))
+    except Exception as exc:  # noqa: BLE001 - one broken run must not end the sweep
+        where = traceback.extract_tb(exc.__traceback__)[-1]
+        return SweepRow(item, "failed", f"{type(exc).__name__}: {exc} "
+                                        f"({Path(where.filename).name}:{where.lineno})")
+    finally:
+        progress.end_run()
+    result = report.result
+    write_sweep_marker(report.run_dir, name, source, item, total)
+    return SweepRow(item, result.status, result.failure_reason, result.run_id,
+                    result.throughput.value if result.throughput else None,
+                    result.throughput.unit if result.throughput else None)

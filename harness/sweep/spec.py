@@ -1,0 +1,239 @@
+"""Sweep definitions: TOML files and command-line lists, expanded into run points.
+
+A sweep file::
+
+    [sweep]                      # defaults for every run, and the sweep's name
+    name = "ngc_bert_base"
+    vendor = "nvidia"
+
+    [matrix]                     # the cartesian product of these axes
+    case = ["bert_base_seq128"]
+    nproc = [1, 8]
+    column = [                   # an axis whose values are tables sets several fields at once
+      { precision = "fp32", batch_size = 32 },
+      { precision = "fp16", batch_size = 64 },
+    ]
+
+    [[group]]                    # optional: named sub-matrices (e.g. the Megatron DP/MP/2D/PP
+    name = "DP"                  # groups); each is the product of [matrix] and its own matrix
+    [group.matrix]
+    layout = [{ case = "DP_1x1x1_2_1536x16", nnodes = 1, nproc = 1 }]
+
+Run fields: see ``RUN_FIELDS``. An axis named after a field lists values of that field; any
+other axis name lists tables of fields (a "bundle"), so coupled values such as the seeds'
+``FP32(BS=32) | AMP(BS=64)`` columns stay coupled.
+"""
+
+from __future__ import annotations
+
+import itertools
+import tomllib
+from pathlib import Path
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from harness.errors import UserInputError
+
+ScalarValue = Union[bool, int, float, str]
+
+# Fields a sweep point may set, with the RunRequest field each one feeds.
+RUN_FIELDS = (
+    "case", "framework", "vendor", "scale", "nproc", "nnodes", "precision", "batch_size",
+    "max_steps", "repeat", "hardware_config", "set", "label",
+)
+AXIS_FIELDS = ("case", "framework", "vendor", "scale", "nproc", "nnodes", "precision",
+               "batch_size", "max_steps", "repeat", "hardware_config", "label")
+
+
+class SweepPoint(BaseModel):
+    """One run of a sweep, before it is resolved against the plugins."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    case: str | None = None
+    framework: str | None = None
+    vendor: str | None = None
+    scale: Literal["full", "smoke"] | None = None
+    nproc: int | None = Field(None, ge=1)
+    nnodes: int | None = Field(None, ge=1)
+    precision: Literal["fp32", "fp16", "bf16"] | None = None
+    batch_size: int | None = Field(None, ge=1)
+    max_steps: int | None = Field(None, ge=1)
+    repeat: int | None = Field(None, ge=1)
+    hardware_config: str | None = None
+    set: tuple[tuple[str, ScalarValue], ...] = Field(
+        default=(), description="Extra overrides (key, value), like --set key=value.")
+    label: str | None = Field(None, description="Name of this run in layout tables, e.g. a config.")
+    group: str | None = Field(None, description="The [[group]] this point came from.")
+
+    @field_validator("set", mode="before")
+    @classmethod
+    def _set_as_pairs(cls, value: Any) -> Any:
+        if isinstance(value, dict):
+            return tuple(sorted(value.items()))
+        return value
+
+    def merged(self, values: dict[str, Any]) -> SweepPoint:
+        """This point with ``values`` laid over it; ``set`` tables are merged key by key."""
+        data = self.model_dump(exclude_none=True)
+        for key, value in values.items():
+            if key == "set":
+                combined = dict(data.get("set", ()))
+                combined.update(dict(value) if not isinstance(value, dict) else value)
+                data["set"] = combined
+            else:
+                data[key] = value
+        return SweepPoint.model_validate(data)
+
+    def set_pairs(self) -> list[str]:
+        """``set`` as ``key=value`` strings, the form ``--set`` takes."""
+        return [f"{key}={_as_text(value)}" for key, value in self.set]
+
+    def describe(self) -> str:
+        parts = [self.case or "?", self.framework or "default framework"]
+        if self.label:
+            parts.append(self.label)
+        layout = f"{self.nnodes or 1}x{self.nproc}" if self.nproc else None
+        if layout:
+            parts.append(f"nproc {self.nproc}" if (self.nnodes or 1) == 1 else f"{layout} procs")
+        if self.precision:
+            parts.append(self.precision)
+        if self.batch_size:
+            parts.append(f"bs {self.batch_size}")
+        return ", ".join(parts)
+
+
+def _as_text(value: ScalarValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class SweepGroup(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+
+
+class SweepSpec(BaseModel):
+    """A parsed sweep: defaults, a matrix, optional groups."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "sweep"
+    description: str = ""
+    source: str = Field("", description="Where the matrix comes from (e.g. a seed document).")
+    defaults: dict[str, Any] = Field(default_factory=dict)
+    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+    groups: list[SweepGroup] = Field(default_factory=list)
+
+    def expand(self) -> list[SweepPoint]:
+        """Every run point, in file order, without duplicates."""
+        base = _point(SweepPoint(), self.defaults, f"sweep {self.name!r} [sweep]")
+        points: list[SweepPoint] = []
+        if not self.groups:
+            points = _product(base, self.matrix, f"sweep {self.name!r}")
+        for group in self.groups:
+            start = _point(base, {**group.defaults, "group": group.name}, f"group {group.name!r}")
+            axes = {**self.matrix, **group.matrix}
+            points.extend(_product(start, axes, f"group {group.name!r}"))
+        return _unique(points)
+
+
+def _point(base: SweepPoint, values: dict[str, Any], where: str) -> SweepPoint:
+    unknown = sorted(set(values) - set(RUN_FIELDS) - {"group"})
+    if unknown:
+        raise UserInputError(
+            f"{where}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(RUN_FIELDS)}")
+    try:
+        return base.merged(values)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"])
+        raise UserInputError(f"{where}: invalid {key!r}: {first['msg']} (got {first.get('input')!r})") from None
+
+
+def _product(base: SweepPoint, axes: dict[str, list[Any]], where: str) -> list[SweepPoint]:
+    choices: list[list[dict[str, Any]]] = []
+    for axis, values in axes.items():
+        if not isinstance(values, list) or not values:
+            raise UserInputError(f"{where}: matrix axis {axis!r} must be a non-empty list")
+        if axis in AXIS_FIELDS:
+            choices.append([{axis: value} for value in values])
+        elif axis == "set":
+            choices.append([_bundle(v, f"{where}: axis 'set'", as_set=True) for v in values])
+        else:
+            choices.append([_bundle(v, f"{where}: axis {axis!r}") for v in values])
+    return [
+        _point(base, {k: v for combo in combination for k, v in combo.items()}, where)
+        for combination in itertools.product(*choices)
+    ]
+
+
+def _bundle(value: Any, where: str, as_set: bool = False) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise UserInputError(
+            f"{where}: values of an axis not named after a run field must be tables of fields "
+            f"(run fields: {', '.join(AXIS_FIELDS)}); got {value!r}")
+    return {"set": value} if as_set else dict(value)
+
+
+def _unique(points: list[SweepPoint]) -> list[SweepPoint]:
+    seen: set[SweepPoint] = set()
+    result = []
+    for point in points:
+        if point not in seen:
+            seen.add(point)
+            result.append(point)
+    return result
+
+
+def load_sweep_file(path: Path) -> SweepSpec:
+    """Parse a sweep TOML file; errors name the file and the bad key."""
+    try:
+        data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UserInputError(f"sweep file {path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise UserInputError(f"sweep file {path} is not valid TOML: {exc}") from None
+    unknown = sorted(set(data) - {"sweep", "matrix", "group"})
+    if unknown:
+        raise UserInputError(
+            f"sweep file {path}: unknown top-level table(s) {', '.join(unknown)}; "
+            "valid: [sweep], [matrix], [[group]]")
+    head = dict(data.get("sweep", {}))
+    meta = {key: head.pop(key) for key in ("name", "description", "source") if key in head}
+    groups = []
+    for raw in data.get("group", []):
+        raw = dict(raw)
+        if "name" not in raw:
+            raise UserInputError(f"sweep file {path}: every [[group]] needs a name")
+        group_meta = {key: raw.pop(key) for key in ("name", "description") if key in raw}
+        matrix = raw.pop("matrix", {})
+        groups.append(SweepGroup(**group_meta, defaults=raw, matrix=matrix))
+    meta.setdefault("name", Path(path).stem)
+    try:
+        return SweepSpec(**meta, defaults=head, matrix=data.get("matrix", {}), groups=groups)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UserInputError(f"sweep file {path}: {first['msg']} at {first['loc']}") from None
+
+
+def apply_cli_axes(points: list[SweepPoint], axes: dict[str, list[Any]],
+                   overrides: dict[str, Any]) -> list[SweepPoint]:
+    """Lay command-line lists over the expanded points.
+
+    A list given on the command line replaces that field everywhere (also inside bundles),
+    multiplying the points by its length; ``overrides`` are single values set on every point.
+    """
+    points = points or [SweepPoint()]
+    for axis, values in axes.items():
+        if values:
+            points = [_point(p, {axis: v}, f"--{axis.replace('_', '-')}") for p in points for v in values]
+    if overrides:
+        points = [_point(p, overrides, "command line") for p in points]
+    return _unique(points)
