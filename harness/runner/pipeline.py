@@ -108,7 +108,10 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     if nproc is None and request.run_mode == "mp":
         nproc = devices.count if devices.kind != "cpu" else 2
     if nproc is None:
-        nproc = int(case.settings.get("nproc", 1))
+        # A case that fixes its layout (e.g. Megatron's dp x tp x pp) keeps it; otherwise an
+        # accelerator run uses every visible device, a CPU run one process.
+        default = devices.count if devices.kind != "cpu" else 1
+        nproc = int(case.settings.get("nproc", default))
     if devices.kind != "cpu" and nproc > devices.count:
         raise UnavailableError(
             f"--nproc {nproc} needs {nproc} {request.vendor} devices; this machine has "
@@ -240,6 +243,7 @@ def execute(
                            peak_memory, started)
     legacy_path = write_run_files(run_dir, result, context.case)
     ResultStore(request.output).add(result, run_dir)
+    result.efficiency = _efficiency(pm, context, result)
     return RunReport(result=result, run_dir=run_dir, legacy_path=legacy_path)
 
 
@@ -301,6 +305,24 @@ def _build_result(context, env, dataset, repeats, first_parsed, reason, extras, 
 
 def run_benchmark(
     pm: pluggy.PluginManager,
+def _efficiency(pm: pluggy.PluginManager, context: RunContext, result: BenchmarkResult):
+    """MFU and energy per unit from the plugins' FLOPs, peak and power (none when unknown)."""
+    from harness.models.efficiency import compute_efficiency
+
+    if result.throughput is None:
+        return None
+    flops = pm.hook.model_flops(context=context)
+    peak = pm.hook.device_peak_flops(devices=context.devices,
+                                     precision=context.config.settings.precision)
+    power = result.device_metrics.get("busy_power_w")
+    return compute_efficiency(
+        throughput=result.throughput.value, unit=result.throughput.unit,
+        world_size=context.config.settings.world_size,
+        flops=flops, peak_flops_per_device=peak,
+        busy_power_w=float(power) if isinstance(power, (int, float)) else None,
+    )
+
+
     request: RunRequest,
     observer: RunObserver | None = None,
     registry: Registry | None = None,

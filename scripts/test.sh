@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Install harness with its test dependencies and run the test suite.
+# Usage: bash scripts/test.sh [pytest args]     e.g. bash scripts/test.sh -m "not slow"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python3 -m pip install --quiet -e '.[torch,test]'
+# Headless Chromium renders the HTML report in tests/harness/report (Debian package).
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: chromium not installed; browser tests will skip"
+fi
+python3 -m pytest "$@"
