@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # imported for annotations only: keeps `harness --help` fast
         DatasetInfo,
         DeviceSet,
         ExecutionEnv,
+        FlopsEstimate,
         FrameworkSpec,
         LaunchSpec,
         ParsedLog,
@@ -116,6 +117,32 @@ def vendor_case_config(
     """
 
 
+@hookspec(firstresult=True)
+def device_peak_flops(devices: DeviceSet, precision: str) -> float | None:
+    """Return the dense peak FLOP/s of ONE of ``devices`` at ``precision``, or ``None``.
+
+    Answer only when ``devices.vendor`` is yours. ``precision`` is the run's (``fp32``,
+    ``fp16``, ``bf16``, ...); answer ``None`` for a device or precision your reviewed table
+    does not know, and the result then carries no MFU rather than a guessed one. The core
+    computes MFU = model FLOP/s per device (``model_flops``) / this peak.
+    """
+
+
+# --------------------------------------------------------------------------- model
+
+
+@hookspec(firstresult=True)
+def model_flops(context: RunContext) -> FlopsEstimate | None:
+    """Return the training FLOPs per unit of throughput of ``context``'s model, or ``None``.
+
+    The unit is that of ``context.case.unit`` (FLOPs per token for ``tokens/s``, per sample
+    for ``samples/s``), counted from the resolved ``context.config.params`` with a named
+    formula (``FlopsEstimate.formula``), e.g. GPT: 6·N + 12·L·h·s (PaLM, appendix B).
+    Answer for the model families (``context.case.model``) you know; case or framework
+    plugins may answer. The core combines it with ``device_peak_flops`` into MFU.
+    """
+
+
 # --------------------------------------------------------------------------- workflow
 
 
@@ -159,6 +186,9 @@ def execute(
     The core implements it (``trylast``): new process group, scrubbed log, progress, overall
     and no-output timeouts, Ctrl-C handling. Vendors wrap it (``wrapper=True``) to monitor
     their devices while the processes run and add measurements to ``outcome.extras``.
+    A vendor that measures power puts the mean power of all devices together, in watts,
+    while they were busy training, under ``outcome.extras["busy_power_w"]``; the core turns it
+    into energy per token/sample (``result.efficiency.energy_per_unit_j``).
     """
 
 

@@ -3,6 +3,7 @@
 from harness.models.case import CaseSpec, FrameworkSpec, VendorSpec
 from harness.models.config import Precision, ResolvedConfig, RunSettings
 from harness.models.device import DeviceInfo, DeviceSet
+from harness.models.efficiency import Efficiency, FlopsEstimate
 from harness.models.launch import DatasetInfo, ExecutionEnv, LaunchSpec, ProcessOutcome
 from harness.models.logs import ParsedLog, StepRecord
 from harness.models.result import BenchmarkResult, LegacyIndex, StepTimeStats, Throughput
@@ -13,7 +14,9 @@ __all__ = [
     "DatasetInfo",
     "DeviceInfo",
     "DeviceSet",
+    "Efficiency",
     "ExecutionEnv",
+    "FlopsEstimate",
     "FrameworkSpec",
     "LaunchSpec",
     "LegacyIndex",

@@ -241,9 +241,9 @@ def execute(
 
     result = _build_result(context, env, dataset, repeats, first_parsed, reason, extras,
                            peak_memory, started)
+    result.efficiency = _efficiency(pm, context, result)
     legacy_path = write_run_files(run_dir, result, context.case)
     ResultStore(request.output).add(result, run_dir)
-    result.efficiency = _efficiency(pm, context, result)
     return RunReport(result=result, run_dir=run_dir, legacy_path=legacy_path)
 
 
@@ -303,8 +303,6 @@ def _build_result(context, env, dataset, repeats, first_parsed, reason, extras, 
     )
 
 
-def run_benchmark(
-    pm: pluggy.PluginManager,
 def _efficiency(pm: pluggy.PluginManager, context: RunContext, result: BenchmarkResult):
     """MFU and energy per unit from the plugins' FLOPs, peak and power (none when unknown)."""
     from harness.models.efficiency import compute_efficiency
@@ -323,6 +321,8 @@ def _efficiency(pm: pluggy.PluginManager, context: RunContext, result: Benchmark
     )
 
 
+def run_benchmark(
+    pm: pluggy.PluginManager,
     request: RunRequest,
     observer: RunObserver | None = None,
     registry: Registry | None = None,

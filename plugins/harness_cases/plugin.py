@@ -61,3 +61,13 @@ DATASET_PREPARERS = {"gpt-npy": _gpt_npy, "bert-hdf5": _bert_hdf5, "images-uint8
 def prepare_data(context: RunContext) -> DatasetInfo | None:
     prepare = DATASET_PREPARERS.get(context.case.dataset)
     return prepare(context) if prepare else None
+
+
+@hookimpl
+def model_flops(context: RunContext):
+    """GPT: 6·N + 12·L·h·s per token (PaLM appendix B), for every framework that trains it."""
+    if context.case.model != "gpt" or context.case.unit != "tokens/s":
+        return None
+    from harness_cases.gpt_flops import gpt_flops_per_token
+
+    return gpt_flops_per_token(context.config.params)

@@ -1,7 +1,8 @@
-"""nvidia vendor plugin: NVML discovery, visible-devices handling, per-case configs."""
+"""nvidia vendor plugin: NVML discovery, visible devices, GPU monitor, peak FLOPs, per-case configs."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 from harness import hookimpl
@@ -11,6 +12,16 @@ from harness.vendor_configs import find_vendor_config
 
 VENDOR = "nvidia"
 CONFIGS = Path(__file__).parent / "configs"
+# NVML numbers GPUs by PCI bus; CUDA's default order may differ. The launch uses NVML's
+# order so that the monitor samples the GPUs the processes really use.
+LAUNCH_ENV = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+# Multi-GPU hosts here share their GPUs with others: never let NCCL or PyTorch use NVLink
+# multicast (NVLS), which can take a shared host's GPUs out of service. A user who sets these
+# variables in the environment keeps their value.
+SAFE_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                 "NVSHMEM_DISABLE_NVLS": "1"}
+
+log = logging.getLogger(__name__)
 
 
 @hookimpl
@@ -38,6 +49,24 @@ def vendor_case_config(vendor, case, framework, nproc, nnodes, hardware_config):
     return find_vendor_config(CONFIGS, case.name, framework, nnodes, nproc, hardware_config)
 
 
+@hookimpl
+def device_peak_flops(devices: DeviceSet, precision: str) -> float | None:
+    if devices.vendor != VENDOR or not devices.devices:
+        return None
+    from harness_nvidia.peak_flops import peak_flops
+
+    names = {d.name for d in devices.devices}
+    if len(names) > 1:
+        return None  # mixed GPUs: no single peak per device to divide by
+    return peak_flops(names.pop(), precision)
+
+
+def used_gpu_indices(context: RunContext) -> list[int]:
+    """NVML indices of the GPUs the run uses: the first ``nproc`` visible ones."""
+    nproc = context.config.settings.nproc
+    return [d.index for d in context.devices.devices[:nproc]]
+
+
 @hookimpl(wrapper=True)
 def run(context: RunContext, env, dataset):
     launch: LaunchSpec | None = yield
@@ -45,7 +74,51 @@ def run(context: RunContext, env, dataset):
         return launch
     import os
 
-    extra = {}
-    if "CUDA_VISIBLE_DEVICES" not in os.environ and "CUDA_VISIBLE_DEVICES" not in launch.env:
-        extra["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(context.config.settings.nproc))
+    extra = {key: os.environ.get(key, value) for key, value in SAFE_DEFAULTS.items()}
+    extra.update(LAUNCH_ENV)
+    extra["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in used_gpu_indices(context))
     return launch.model_copy(update={"env": {**launch.env, **extra}})
+
+
+@hookimpl(wrapper=True)
+def execute(context: RunContext, launch: LaunchSpec, log_path: Path, observer):
+    """Samples the run's GPUs while the processes run; adds the summary to outcome.extras."""
+    if context.vendor != VENDOR:
+        return (yield)
+    from harness_nvidia.monitor import interval_from_env
+
+    interval = interval_from_env()
+    monitor = _start_monitor(context, interval) if interval else None
+    try:
+        outcome = yield
+    finally:
+        summary = csv_name = None
+        if monitor is not None:
+            gpu_monitor, nvml, csv_name = monitor
+            try:
+                summary = gpu_monitor.stop()
+            finally:
+                nvml.nvmlShutdown()
+    if summary is not None and outcome is not None:
+        outcome.extras.update(summary.as_extras(csv_name))
+    return outcome
+
+
+def _start_monitor(context: RunContext, interval: float):
+    from harness.errors import UnavailableError
+    from harness_nvidia.monitor import GpuMonitor
+    from harness_nvidia.nvml_devices import load_nvml
+
+    try:
+        nvml = load_nvml()
+    except UnavailableError as exc:  # discovery worked moments ago; measure nothing rather than fail
+        log.warning("GPU monitor off: %s", exc)
+        return None
+    name = "monitor.csv" if context.repeat_index == 1 else f"monitor.r{context.repeat_index}.csv"
+    try:
+        monitor = GpuMonitor(nvml, used_gpu_indices(context), interval, context.run_dir / name).start()
+    except Exception as exc:
+        log.warning("GPU monitor off: %s", exc)
+        nvml.nvmlShutdown()
+        return None
+    return monitor, nvml, name

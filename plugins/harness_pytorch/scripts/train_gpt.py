@@ -57,26 +57,49 @@ def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
                              eps=1e-8, fused=fused)
 
 
-def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: int):
+def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: int,
+                  precision: str):
     if int(p.get("tensor_parallel_degree", 1)) > 1 or int(p.get("pipeline_parallel_degree", 1)) > 1:
         log("error: the PyTorch plugin trains data parallel only; tensor/pipeline parallel "
             "layouts run with --framework megatron")
         sys.exit(2)
     stage = int(p.get("sharding_stage", 0))
-    if stage > 0:
-        from torch.distributed.fsdp import fully_shard
+    if stage > 0 and world > 1:
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
-        # FSDP2: stage 3 shards parameters too (reshard after forward); 1/2 keep them after.
+        # FlagPerf's sharding stages on FSDP2, which always keeps optimizer state and
+        # gradients sharded (stages 1 and 2). Stage 3 also frees the gathered parameters after
+        # each block's forward (reshard_after_forward) and gathers them again for backward;
+        # stages 1/2 keep them gathered from forward to backward: more memory, less traffic.
+        reshard = stage >= 3
+        # Parameters are gathered in the compute dtype and gradients reduced in fp32.
+        mp = MixedPrecisionPolicy(param_dtype=DTYPES[precision], reduce_dtype=torch.float32) \
+            if precision != "fp32" else MixedPrecisionPolicy()
         for block in model.blocks:
-            fully_shard(block, reshard_after_forward=stage >= 3)
-        fully_shard(model, reshard_after_forward=stage >= 3)
-        return model, "fsdp2"
+            fully_shard(block, reshard_after_forward=reshard, mp_policy=mp)
+        fully_shard(model, reshard_after_forward=reshard, mp_policy=mp)
+        return model, f"fsdp2 (sharding stage {stage})"
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         ids = [device.index] if device.type == "cuda" else None
-        return DDP(model, device_ids=ids), "ddp"
+        # Gradients live in the all-reduce buckets: no extra copy of every gradient.
+        return DDP(model, device_ids=ids, gradient_as_bucket_view=True), "ddp"
     return model, "single"
+
+
+def attention_backend_context(name: str):
+    """A context choosing scaled_dot_product_attention's kernel: auto, flash, cudnn, efficient."""
+    if name == "auto":
+        return nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "cudnn": SDPBackend.CUDNN_ATTENTION,
+                "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    if name not in backends:
+        log(f"error: attention_backend must be auto, {', '.join(backends)}; got {name!r}")
+        sys.exit(2)
+    return sdpa_kernel([backends[name]])
 
 
 def main() -> int:
@@ -112,9 +135,13 @@ def main() -> int:
                 recompute=p["recompute"]).to(device)
     n_params = model.num_parameters()
     flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
-    model, parallel = wrap_parallel(model, p, device, world)
+    if p.get("compile"):
+        model.compile_layers()
+    model, parallel = wrap_parallel(model, p, device, world, precision)
     optimizer = build_optimizer(model, p, device)
-    train_model = torch.compile(model) if p.get("compile") else model
+    train_model = model
+    attention = attention_backend_context(str(p.get("attention_backend", "auto")))
+    attention.__enter__()  # for the whole run: compiled graphs pick their kernel when traced
 
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
@@ -143,7 +170,8 @@ def main() -> int:
             f"{p['num_heads']} heads, seq {p['seq_len']}, vocab {p['vocab_size']}")
         log(f"> training: {parallel} on {world} x {device.type}, precision {precision}, micro batch "
             f"{mbs}, grad accum {accum}, global batch {global_batch}, recompute {p['recompute']}, "
-            f"compile {bool(p.get('compile'))}, torch {torch.__version__}")
+            f"compile {bool(p.get('compile'))}, attention {p.get('attention_backend', 'auto')}, "
+            f"torch {torch.__version__}")
 
     train_model.train()
     consumed = 0
@@ -160,13 +188,18 @@ def main() -> int:
             inputs = inputs.to(device, non_blocking=True)
             targets = targets.to(device, non_blocking=True)
             # Gradients are all-reduced once per optimizer step, not per micro-batch.
-            sync = nullcontext() if micro == accum - 1 or parallel != "ddp" else train_model.no_sync()
+            last = micro == accum - 1
+            sync = nullcontext() if last or parallel != "ddp" else train_model.no_sync()
+            if parallel.startswith("fsdp2") and accum > 1:
+                train_model.set_requires_gradient_sync(last)
             with sync, autocast:
                 loss = train_model(inputs, targets) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
         scaler.unscale_(optimizer)
         grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), p["grad_clip"])
+        # FSDP2 returns a DTensor: materialising it is a collective, so every rank does it.
+        norm_value = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
         scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0
         scaler.step(optimizer)
         scaler.update()
@@ -193,10 +226,11 @@ def main() -> int:
                     f"throughput per GPU (TFLOP/s/GPU): {tflops:.1f} | "
                     f"learning rate: {lr:.6E} | global batch size: {global_batch:5d} | "
                     f"lm loss: {avg_loss:.6E} | loss scale: {scaler.get_scale() if scaler.is_enabled() else 1.0:.1f} | "
-                    f"grad norm: {float(grad_norm):.3f} | number of skipped iterations: {skipped:3d} | "
+                    f"grad norm: {norm_value:.3f} | number of skipped iterations: {skipped:3d} | "
                     f"number of nan iterations: {nan_iters:3d} |")
             interval_loss = 0.0
             interval_start = time.perf_counter()
+    attention.__exit__(None, None, None)
     peak_mb, source = peak_memory_mb(device)
     if world > 1:
         peak = torch.tensor([peak_mb], device=device)

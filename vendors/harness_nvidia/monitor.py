@@ -1,0 +1,198 @@
+"""Samples NVIDIA GPUs through NVML in a background thread while the training processes run.
+
+Each sample is one CSV row per GPU (``monitor.csv`` in the run folder): seconds since start,
+GPU index, memory used, utilisation and power. The summary gives what the result reports:
+NVML peak memory per GPU (everything on the device, the CUDA context and caching allocator
+included, so it is higher than the framework's own peak allocation), mean power, power while
+busy and energy.
+
+The interval is ``HARNESS_NVIDIA_MONITOR_INTERVAL_S`` (seconds, default 1; ``0`` or ``off``
+turns the monitor off).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import statistics
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+INTERVAL_ENV = "HARNESS_NVIDIA_MONITOR_INTERVAL_S"
+DEFAULT_INTERVAL_S = 1.0
+#: A sample counts as "busy" when every monitored GPU ran kernels at least this share of the
+#: last sample period: compilation, data loading and start-up then stay out of the power
+#: figure that energy per token is computed from.
+BUSY_UTILIZATION_PCT = 50
+CSV_HEADER = ["time_s", "gpu", "memory_used_mib", "utilization_pct", "power_w"]
+
+
+def interval_from_env(environ: dict[str, str] | None = None) -> float | None:
+    """The sampling interval in seconds, or ``None`` when the monitor is turned off."""
+    raw = (environ if environ is not None else os.environ).get(INTERVAL_ENV, "").strip().lower()
+    if not raw:
+        return DEFAULT_INTERVAL_S
+    if raw in ("0", "off", "no", "false"):
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        from harness.errors import UserInputError
+
+        raise UserInputError(f"{INTERVAL_ENV}={raw!r}: expected seconds (e.g. 0.5) or 'off'") from None
+    if value <= 0:
+        return None
+    return value
+
+
+@dataclass
+class Sample:
+    time_s: float
+    memory_used: list[int | None]
+    utilization: list[int | None]
+    power_w: list[float | None]
+
+
+@dataclass
+class MonitorSummary:
+    gpus: list[int]
+    interval_s: float
+    samples: int = 0
+    peak_memory_bytes: list[int | None] = field(default_factory=list)
+    mean_power_w: list[float | None] = field(default_factory=list)
+    mean_utilization_pct: list[float | None] = field(default_factory=list)
+    busy_power_w: float | None = None
+    busy_s: float = 0.0
+    energy_j: float | None = None
+    energy_source: str | None = None
+    duration_s: float = 0.0
+
+    def as_extras(self, csv_name: str) -> dict[str, Any]:
+        known_peaks = [p for p in self.peak_memory_bytes if p is not None]
+        extras: dict[str, Any] = {
+            "monitor_csv": csv_name,
+            "monitor_interval_s": self.interval_s,
+            "monitor_samples": self.samples,
+            "monitored_gpus": self.gpus,
+            "nvml_peak_memory_bytes": self.peak_memory_bytes,
+            "nvml_peak_memory_bytes_max": max(known_peaks) if known_peaks else None,
+            "mean_power_w": self.mean_power_w,
+            "mean_utilization_pct": self.mean_utilization_pct,
+            "busy_s": round(self.busy_s, 3),
+            "energy_j": self.energy_j,
+            "energy_source": self.energy_source,
+        }
+        if self.busy_power_w is not None:
+            extras["busy_power_w"] = self.busy_power_w
+        return extras
+
+
+def _try(call, *args):
+    try:
+        return call(*args)
+    except Exception:  # NVML raises NVMLError_NotSupported etc. per query and device
+        return None
+
+
+def summarise(samples: list[Sample], gpus: list[int], interval_s: float,
+              energy_j: float | None = None, energy_source: str | None = None,
+              duration_s: float = 0.0) -> MonitorSummary:
+    """Peak memory, mean power/utilisation per GPU; summed power over the busy samples."""
+    summary = MonitorSummary(gpus=gpus, interval_s=interval_s, samples=len(samples),
+                             duration_s=duration_s)
+    for i in range(len(gpus)):
+        memory = [s.memory_used[i] for s in samples if s.memory_used[i] is not None]
+        power = [s.power_w[i] for s in samples if s.power_w[i] is not None]
+        util = [s.utilization[i] for s in samples if s.utilization[i] is not None]
+        summary.peak_memory_bytes.append(max(memory) if memory else None)
+        summary.mean_power_w.append(statistics.fmean(power) if power else None)
+        summary.mean_utilization_pct.append(statistics.fmean(util) if util else None)
+    busy = [s for s in samples
+            if s.utilization and all(u is not None and u >= BUSY_UTILIZATION_PCT for u in s.utilization)
+            and all(p is not None for p in s.power_w)]
+    if busy:
+        summary.busy_power_w = statistics.fmean(sum(s.power_w) for s in busy)  # type: ignore[arg-type]
+        summary.busy_s = len(busy) * interval_s
+    if energy_j is None and samples and all(p is not None for p in summary.mean_power_w):
+        # No energy counter: integrate the sampled power over the sampled time.
+        energy_j = sum(p for p in summary.mean_power_w) * duration_s  # type: ignore[misc]
+        energy_source = "sampled power x duration"
+    summary.energy_j = energy_j
+    summary.energy_source = energy_source
+    return summary
+
+
+class GpuMonitor:
+    """Background sampler of the GPUs with NVML indices ``gpus``; ``start()``, then ``stop()``."""
+
+    def __init__(self, nvml, gpus: list[int], interval_s: float, csv_path: Path):
+        self.nvml = nvml
+        self.gpus = gpus
+        self.interval_s = interval_s
+        self.csv_path = csv_path
+        self.samples: list[Sample] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._handles: list[Any] = []
+        self._energy_start: list[int | None] = []
+        self._t0 = 0.0
+        self._csv = None
+        self._writer = None
+
+    def start(self) -> "GpuMonitor":
+        self._handles = [self.nvml.nvmlDeviceGetHandleByIndex(i) for i in self.gpus]
+        # Millijoules since the driver loaded (Volta and newer); exact where supported.
+        self._energy_start = [_try(self.nvml.nvmlDeviceGetTotalEnergyConsumption, h)
+                              for h in self._handles]
+        self.csv_path.parent.mkdir(parents=True, exist_ok=True)
+        self._csv = open(self.csv_path, "w", newline="", encoding="utf-8")
+        self._writer = csv.writer(self._csv)
+        self._writer.writerow(CSV_HEADER)
+        self._t0 = time.monotonic()
+        self.sample()
+        self._thread = threading.Thread(target=self._loop, name="harness-nvml-monitor", daemon=True)
+        self._thread.start()
+        return self
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.sample()
+
+    def sample(self) -> Sample:
+        nvml = self.nvml
+        memory, util, power = [], [], []
+        for handle in self._handles:
+            info = _try(nvml.nvmlDeviceGetMemoryInfo, handle)
+            rates = _try(nvml.nvmlDeviceGetUtilizationRates, handle)
+            milliwatts = _try(nvml.nvmlDeviceGetPowerUsage, handle)
+            memory.append(int(info.used) if info is not None else None)
+            util.append(int(rates.gpu) if rates is not None else None)
+            power.append(milliwatts / 1000.0 if milliwatts is not None else None)
+        sample = Sample(time.monotonic() - self._t0, memory, util, power)
+        self.samples.append(sample)
+        if self._writer is not None:
+            for gpu, m, u, p in zip(self.gpus, memory, util, power):
+                self._writer.writerow([f"{sample.time_s:.3f}", gpu,
+                                       "" if m is None else f"{m / 2**20:.0f}",
+                                       "" if u is None else u,
+                                       "" if p is None else f"{p:.1f}"])
+            self._csv.flush()
+        return sample
+
+    def stop(self) -> MonitorSummary:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=max(5.0, 2 * self.interval_s))
+        self.sample()  # one last reading at the end of the run
+        duration = time.monotonic() - self._t0
+        if self._csv is not None:
+            self._csv.close()
+        energy = source = None
+        ends = [_try(self.nvml.nvmlDeviceGetTotalEnergyConsumption, h) for h in self._handles]
+        if self._energy_start and all(x is not None for x in self._energy_start + ends):
+            energy = sum(e - s for s, e in zip(self._energy_start, ends)) / 1000.0  # type: ignore[operator]
+            source = "NVML total energy counter"
+        return summarise(self.samples, self.gpus, self.interval_s, energy, source, duration)
