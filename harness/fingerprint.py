@@ -9,7 +9,7 @@ from harness.models import ExecutionEnv
 from harness.models.result import EnvironmentFingerprint
 
 
-def _cpu_model() -> str | None:
+def cpu_model() -> str | None:
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as handle:
             for line in handle:
@@ -28,7 +28,7 @@ def environment_fingerprint(env: ExecutionEnv | None) -> EnvironmentFingerprint:
         harness_version=__version__,
         python=platform.python_version(),
         platform=f"{platform.system()} {platform.release()} {platform.machine()}",
-        cpu=_cpu_model(),
+        cpu=cpu_model(),
         packages=packages,
         isolated_env=bool(env and env.isolated),
     )

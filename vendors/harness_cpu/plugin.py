@@ -8,23 +8,11 @@ from pathlib import Path
 from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
 from harness.models.context import RunContext
+from harness.fingerprint import cpu_model
 from harness.vendor_configs import find_vendor_config
 
 VENDOR = "cpu"
 CONFIGS = Path(__file__).parent / "configs"
-
-
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            for line in handle:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    import platform
-
-    return platform.processor() or "cpu"
 
 
 def _memory_bytes() -> int | None:
@@ -53,7 +41,7 @@ def discover_devices(vendor: str) -> DeviceSet | None:
     return DeviceSet(
         vendor=VENDOR,
         kind="cpu",
-        devices=[DeviceInfo(index=0, name=f"{_cpu_name()} ({usable_cores()} cores)",
+        devices=[DeviceInfo(index=0, name=f"{cpu_model() or 'cpu'} ({usable_cores()} cores)",
                             memory_bytes=_memory_bytes())],
     )
 
