@@ -42,6 +42,8 @@ def build_app(pm=None) -> typer.Typer:
     plugins.register(app, state)
     results.register(app, state)
     listing.register(app, state)
+    from harness.cli import parse as parse_cli
+    parse_cli.register(app, state)
     env.register(app, state)
     from harness.cli import sweep as sweep_cli
     sweep_cli.register(app, state)

@@ -72,6 +72,7 @@ class TFBertFormat(LogFormat):
     name = "dllogger_tf_bert"
     description = "NGC TensorFlow BERT DLLogger lines: 'Iteration: N  throughput_train : X sequences/s'"
     unit = "sequences/s"
+    framework = "tensorflow"
     default_method = "harness"
 
     def detect(self, line: str) -> bool:
@@ -117,6 +118,7 @@ class TFResNetFormat(LogFormat):
     name = "tensorflow_dle"
     description = "NGC TensorFlow ResNet-50 DLLogger lines: '(E, STEP) total_ips : X' and train_throughput"
     unit = "images/s"
+    framework = "tensorflow"
     default_method = "harness"
 
     def detect(self, line: str) -> bool:

@@ -92,6 +92,7 @@ class GluonCVFormat(LogFormat):
     name = "gluoncv"
     description = "gluon-cv / MXNet Speedometer: 'Epoch[E] Batch [B]\\tSpeed: S samples/sec' (+ epoch summaries)"
     unit = "samples/s"
+    framework = "mxnet"
     default_method = "harness"
 
     def detect(self, line: str) -> bool:
@@ -172,6 +173,7 @@ class MXNetDLEFormat(LogFormat):
     name = "mxnet_dle"
     description = "NGC MXNet ResNet-50 DLLogger lines with train.ips per interval and per epoch"
     unit = "images/s"
+    framework = "mxnet"
     default_method = "harmonic-epoch"
 
     def detect(self, line: str) -> bool:

@@ -151,6 +151,7 @@ class PaddleNLPFormat(LogFormat):
     description = ("PaddleNLP / PaddleFleetX step lines: 'global step', 'total step', "
                    "'tobal step', '[train]' with ips / ips_total")
     unit = "samples/s"
+    framework = "paddle"
     default_method = "trimmed"
 
     def detect(self, line: str) -> bool:
@@ -228,6 +229,7 @@ class PaddleClasFormat(LogFormat):
     name = "paddleclas"
     description = "PaddleClas step lines: 'epoch:E train step:S ... ips: X samples/sec' or '[Train][Epoch ..]'"
     unit = "images/s"
+    framework = "paddle"
     default_method = "trimmed"
 
     def detect(self, line: str) -> bool:

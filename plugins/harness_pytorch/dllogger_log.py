@@ -167,6 +167,7 @@ class DLLoggerFormat(LogFormat):
     description = ("NVIDIA DLLogger, NGC PyTorch BERT: 'Training Iteration' lines and the final "
                    "training_sequences_per_second (MPI prefixes and tqdm garbage tolerated)")
     unit = "sequences/s"
+    framework = "pytorch"
     default_method = "framework"
 
     def detect(self, line: str) -> bool:
@@ -231,6 +232,7 @@ class PyTorchDLEFormat(LogFormat):
     description = ("NVIDIA DLLogger, NGC PyTorch ResNet-50: per-iteration train.total_ips "
                    "(hint use_compute_ips=True reads train.compute_ips)")
     unit = "images/s"
+    framework = "pytorch"
     default_method = "harness"
 
     def detect(self, line: str) -> bool:

@@ -1,0 +1,197 @@
+"""``harness parse``: turn existing training logs into the uniform result (and ingest them)."""
+
+from __future__ import annotations
+
+import json
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+EXIT_JOB_FAILED = 1
+
+HELP = """Parse training logs written by any supported framework into the uniform result.
+
+Prints, per log, the result summary and the legacy index JSON (FINAL_RESULT, UNIT,
+JOB_FAIL_FLAG). JOB_FAIL_FLAG comes from the log itself: a traceback, a NaN loss, or no
+completed step. Exit codes: 0 all logs parsed and succeeded, 1 a log shows a failed run,
+2 bad input (e.g. a log with no recognisable line).
+
+The format is detected from the first characteristic line (--format forces one; see
+`harness list formats` or `harness parse --list-formats`).
+
+Methods (--method; each format has a default):
+  harness         skip --skip records (default 10), mean of the rest; median/p5/p95/CV too
+  trimmed         skip --skip (default 10), sort, drop --trim (default 5) from each end, mean
+  harmonic-epoch  harmonic mean of per-epoch throughput after --skip epochs (default 1)
+  framework       the final figure the framework printed itself
+  last            the last logged step (FlagPerf's Megatron cases)
+  analysis-py     keyword mode: the seeds' analysis.py (mean of records, then convert)
+
+Per-GPU figures (e.g. the rank-0 log of a Paddle job) are multiplied by --gpus, or by the
+GPU count the log states.
+
+Examples:
+  harness parse train.log
+  harness parse PaddleNLP_bert_N1C8_log --gpus 8 --method trimmed --json
+  harness parse megatron.log --format megatron --seq-len 2048 --method last
+  harness parse old.log --keyword ips: --skip-steps 5 --model-mode -1 --ips-unit tokens/s
+  harness parse logs/*.log --case gpt3_6.7B --framework pytorch --vendor nvidia --ingest
+"""
+
+
+class MethodChoice(str, Enum):
+    harness = "harness"
+    trimmed = "trimmed"
+    harmonic_epoch = "harmonic-epoch"
+    framework = "framework"
+    last = "last"
+    analysis_py = "analysis-py"
+
+
+class PrecisionChoice(str, Enum):
+    fp32 = "fp32"
+    fp16 = "fp16"
+    bf16 = "bf16"
+
+
+class TimeUnitChoice(str, Enum):
+    s = "s"
+    ms = "ms"
+    us = "us"
+
+
+def register(app: typer.Typer, state) -> None:
+    @app.command("parse", help=HELP)
+    def parse_command(
+        logs: Annotated[Optional[list[Path]], typer.Argument(
+            help="Log files to parse.", show_default=False)] = None,
+        format_: Annotated[Optional[str], typer.Option(
+            "--format", help="Force a log format instead of detecting it.")] = None,
+        method: Annotated[Optional[MethodChoice], typer.Option(
+            help="Aggregation method; default: the format's own.")] = None,
+        skip: Annotated[Optional[int], typer.Option(
+            min=0, help="Warm-up records (epochs for harmonic-epoch) left out.")] = None,
+        trim: Annotated[Optional[int], typer.Option(
+            min=0, help="trimmed: records dropped from each end after sorting.")] = None,
+        gpus: Annotated[Optional[int], typer.Option(
+            min=1, help="GPUs of the job (default: from the log, else 1).")] = None,
+        batch_size: Annotated[Optional[int], typer.Option(
+            min=1, help="Per-GPU batch size (default: from the log).")] = None,
+        seq_len: Annotated[Optional[int], typer.Option(
+            min=1, help="Tokens per sample: Megatron samples/s become tokens/s.")] = None,
+        precision: Annotated[Optional[PrecisionChoice], typer.Option(
+            help="Precision of the run (default: from the file name, else fp32).")] = None,
+        case: Annotated[Optional[str], typer.Option(
+            help="Case the log belongs to (default: the file name).")] = None,
+        framework: Annotated[Optional[str], typer.Option(
+            help="Framework that wrote the log (default: the format's).")] = None,
+        vendor: Annotated[Optional[str], typer.Option(help="Vendor of the hardware.")] = None,
+        ingest: Annotated[bool, typer.Option(
+            "--ingest", help="Record the results in OUTPUT/harness.db (same file twice: no-op).")] = False,
+        output: Annotated[Path, typer.Option(
+            help="Results folder holding harness.db, for --ingest.")] = Path("results"),
+        as_json: Annotated[bool, typer.Option(
+            "--json", help="Print JSON only: {result, legacy_index} (a list for several logs).")] = False,
+        keyword: Annotated[Optional[str], typer.Option(
+            help="Keyword mode: the token that precedes each value (analysis.py --keyword).")] = None,
+        skip_steps: Annotated[Optional[int], typer.Option(
+            min=0, help="Keyword mode: records skipped (analysis.py --skip_steps; same as --skip).")] = None,
+        model_mode: Annotated[int, typer.Option(
+            help="Keyword mode: -1 ips per GPU, 0 s/step, 1 steps/s, 2 s/step->steps/s, "
+                 "3 steps/s->samples/s, 4 s/epoch.")] = -1,
+        base_batch_size: Annotated[Optional[int], typer.Option(
+            min=1, help="Keyword mode: per-GPU batch size for modes 0 and 3.")] = None,
+        time_unit: Annotated[TimeUnitChoice, typer.Option(
+            help="Keyword mode: unit of time records (modes 0 and 2).")] = TimeUnitChoice.s,
+        ips_unit: Annotated[Optional[str], typer.Option(
+            help="Keyword mode -1: unit of the values (default samples/s).")] = None,
+        separator: Annotated[Optional[str], typer.Option(
+            help="Keyword mode: field separator (default: whitespace).")] = None,
+        position: Annotated[Optional[int], typer.Option(
+            help="Keyword mode: take the field at this index instead of the one after the keyword.")] = None,
+        list_formats: Annotated[bool, typer.Option(
+            "--list-formats", help="List the registered log formats and exit.")] = False,
+    ) -> int:
+        from harness.errors import UserInputError
+        from harness.logparse.ingest import ParseRequest, ingest as ingest_outcome, parse_log_file
+
+        registry = state.registry()
+        if list_formats:
+            for name in registry.log_formats.names():
+                fmt = registry.log_formats.get(name)
+                typer.echo(f"{name:18} default method {fmt.default_method:15} {fmt.description}")
+            return 0
+        if not logs:
+            raise UserInputError("give at least one log file: harness parse LOG... (see --help)")
+        if keyword is None and (base_batch_size or skip_steps is not None or model_mode != -1):
+            raise UserInputError("--skip-steps/--model-mode/--base-batch-size belong to keyword mode: add --keyword")
+        if skip is not None and skip_steps is not None and skip != skip_steps:
+            raise UserInputError("--skip and --skip-steps disagree; give one of them")
+        keyword_options = {}
+        if keyword is not None:
+            if format_ not in (None, "keyword"):
+                raise UserInputError(f"--keyword is keyword mode; it cannot be combined with --format {format_}")
+            keyword_options = {"keyword": keyword, "model_mode": model_mode,
+                               "base_batch_size": base_batch_size, "time_unit": time_unit.value,
+                               "ips_unit": ips_unit, "separator": separator, "position": position}
+        outcomes = []
+        for path in logs:
+            request = ParseRequest(
+                path=path, format=format_, method=method.value if method else None,
+                skip=skip if skip is not None else skip_steps, trim=trim, gpus=gpus,
+                batch_size=batch_size or base_batch_size, seq_len=seq_len,
+                precision=precision.value if precision else None, case=case,
+                framework=framework, vendor=vendor, format_options=keyword_options,
+            )
+            outcome = parse_log_file(registry, request)
+            ingest_message = None
+            if ingest:
+                added, run_dir = ingest_outcome(outcome, output)
+                ingest_message = (f"ingested into {output / 'harness.db'} as {outcome.result.run_id}"
+                                  if added else
+                                  f"already ingested (same sha256 {outcome.result.source_sha256[:12]}...): "
+                                  "nothing recorded")
+            outcomes.append((outcome, ingest_message))
+            if not as_json:
+                _print_outcome(outcome, ingest_message)
+        if as_json:
+            documents = [
+                {"result": json.loads(o.result.model_dump_json()), "legacy_index": o.legacy.model_dump(),
+                 "notes": o.notes, **({"ingest": msg} if msg else {})}
+                for o, msg in outcomes
+            ]
+            typer.echo(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1,
+                                  ensure_ascii=False))
+        if any(o.failed for o, _ in outcomes):
+            raise typer.Exit(EXIT_JOB_FAILED)
+        return 0
+
+
+def _print_outcome(outcome, ingest_message: str | None) -> None:
+    result = outcome.result
+    lines = [f"{result.log_file}: format {outcome.format}, {outcome.streamed.summary.count} steps "
+             f"from {outcome.streamed.lines:,} lines"]
+    if result.throughput:
+        t = result.throughput
+        lines.append(f"  FINAL_RESULT {t.value:,.3f} {t.unit} ({t.per_device:,.3f} per GPU x {result.nproc})")
+        lines.append(f"  method {t.method}")
+    agg = outcome.aggregate
+    if agg is not None and agg.median is not None:
+        lines.append(f"  spread of the records used: median {agg.median:,.3f}  p5 {agg.p5:,.3f}  "
+                     f"p95 {agg.p95:,.3f}  CV {agg.cv:.2%}")
+    if result.step_time:
+        s = result.step_time
+        lines.append(f"  step time: mean {s.mean:.4f} s  median {s.median:.4f} s  CV {s.cv:.2%} (n={s.n})")
+    if result.loss_first is not None:
+        lines.append(f"  loss {result.loss_first:.4g} -> {result.loss_final:.4g}")
+    if result.peak_memory_bytes:
+        lines.append(f"  peak memory {result.peak_memory_bytes / 2**20:,.0f} MiB")
+    lines.append(f"  status {result.status}" + (f": {result.failure_reason}" if result.failure_reason else ""))
+    for note in outcome.notes:
+        lines.append(f"  note: {note}")
+    if ingest_message:
+        lines.append(f"  {ingest_message}")
+    typer.echo("\n".join(lines))
+    typer.echo(json.dumps(outcome.legacy.model_dump(), ensure_ascii=False, indent=1))

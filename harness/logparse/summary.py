@@ -1,0 +1,134 @@
+"""Streaming a log through a parser into a compact summary.
+
+Lines are read one at a time and never kept. Per step only two floats are kept (throughput
+and step time, in ``array('d')``: 16 bytes a step, ~16 MB for a million logged steps, needed
+for medians, percentiles and trimming); loss and learning-rate curves are thinned to at most
+``CURVE_POINTS`` points by doubling their stride, so they stay bounded however long the log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import math
+from array import array
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.logformat import LogFormat, LogParser
+from harness.models import ParsedLog, StepRecord
+
+CURVE_POINTS = 512
+
+
+@dataclass
+class Curve:
+    """(step, value) pairs thinned to a bounded size: every ``stride``-th point is kept."""
+
+    points: list[tuple[int, float]] = field(default_factory=list)
+    stride: int = 1
+    seen: int = 0
+    first: float | None = None
+    last: float | None = None
+
+    def add(self, step: int, value: float) -> None:
+        if self.first is None:
+            self.first = value
+        self.last = value
+        if self.seen % self.stride == 0:
+            self.points.append((step, value))
+            if len(self.points) >= CURVE_POINTS:
+                self.points = self.points[::2]
+                self.stride *= 2
+        self.seen += 1
+
+
+@dataclass
+class StepSummary:
+    """Everything aggregation and the result need, without the step objects."""
+
+    throughput: array = field(default_factory=lambda: array("d"))
+    step_time: array = field(default_factory=lambda: array("d"))
+    loss: Curve = field(default_factory=Curve)
+    learning_rate: Curve = field(default_factory=Curve)
+    count: int = 0
+    first_step: int | None = None
+    last_step: int | None = None
+    samples: int | None = None
+    memory_bytes: int | None = None
+
+    def add(self, step: StepRecord) -> None:
+        self.count += 1
+        if self.first_step is None:
+            self.first_step = step.step
+        self.last_step = step.step
+        if step.throughput is not None and math.isfinite(step.throughput):
+            self.throughput.append(step.throughput)
+        if step.step_time_s is not None:
+            self.step_time.append(step.step_time_s)
+        if step.loss is not None:
+            self.loss.add(step.step, step.loss)
+        if step.learning_rate is not None:
+            self.learning_rate.add(step.step, step.learning_rate)
+        if step.samples is not None:
+            self.samples = step.samples
+        if step.memory_bytes is not None:
+            self.memory_bytes = max(self.memory_bytes or 0, step.memory_bytes)
+
+
+@dataclass
+class StreamedLog:
+    parsed: ParsedLog  # the parser's finish(), its step list emptied
+    summary: StepSummary
+    lines: int
+    bytes: int
+    sha256: str
+
+
+class _HashingReader(io.RawIOBase):
+    """A binary file that feeds every byte it reads to a sha256 (one pass for both)."""
+
+    def __init__(self, raw):
+        self.raw = raw
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        count = self.raw.readinto(buffer)
+        if count:
+            self.digest.update(memoryview(buffer)[:count])
+            self.size += count
+        return count or 0
+
+
+def stream_log(path: Path, fmt: LogFormat, **hints) -> StreamedLog:
+    """Feed every line of ``path`` to a fresh parser of ``fmt``, keeping only the summary.
+
+    Newlines are universal (``\r`` ends a line too, so tqdm redraws become lines of their
+    own); undecodable bytes are replaced; the file's sha256 is computed in the same pass.
+    """
+    parser: LogParser = fmt.new_parser(keep_steps=False, **hints)
+    summary = StepSummary()
+    add = summary.add
+    feed = parser.feed
+    lines = 0
+    with open(path, "rb", buffering=0) as raw:
+        hashing = _HashingReader(raw)
+        text = io.TextIOWrapper(io.BufferedReader(hashing, buffer_size=1 << 20),
+                                encoding="utf-8", errors="replace")
+        for line in text:
+            lines += 1
+            step = feed(line)
+            if step is not None:
+                add(step)
+    parsed = parser.finish()
+    if summary.count == 0 and parsed.steps:
+        # A third-party parser that only reports steps in finish().
+        for step in parsed.steps:
+            summary.add(step)
+    parsed = parsed.model_copy(update={"steps": []})
+    return StreamedLog(parsed=parsed, summary=summary, lines=lines, bytes=hashing.size,
+                       sha256=hashing.digest.hexdigest())
