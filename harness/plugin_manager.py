@@ -20,6 +20,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness_pytorch.log_formats",
     "harness_paddle.log_formats_plugin",
     "harness_mxnet.log_formats_plugin",
+    "harness_paddle.plugin",
     "harness_cpu.plugin",
     "harness_nvidia.plugin",
 )

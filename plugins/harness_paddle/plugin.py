@@ -1,0 +1,142 @@
+"""PaddlePaddle framework plugin: GPT, BERT, ResNet-50 and MobileNetV1 in an isolated environment.
+
+The training scripts under ``scripts/`` run with the interpreter of a virtual environment
+that holds only Paddle and its dependencies (built once by ``harness.envs``), directly for
+one process or under ``python -m paddle.distributed.launch`` for several.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from harness import hookimpl
+from harness.envs import EnvSpec
+from harness.envs.prepare import current_env, isolated_env
+from harness.errors import UnavailableError, UserInputError
+from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
+from harness.models.context import RunContext
+
+FRAMEWORK = "paddle"
+SCRIPTS = Path(__file__).parent / "scripts"
+TRAIN_SCRIPTS = {
+    "gpt": SCRIPTS / "train_gpt.py",
+    "bert": SCRIPTS / "train_bert.py",
+    "resnet50": SCRIPTS / "train_cnn.py",
+    "mobilenet_v1": SCRIPTS / "train_cnn.py",
+}
+CNN_MODELS = frozenset({"resnet50", "mobilenet_v1"})
+PADDLE_VERSION = "3.3.1"
+# The scripts' own imports besides paddle (numpy comes with paddle); setuptools because
+# paddle imports it at start-up but does not declare it.
+_COMMON = ("h5py>=3", "setuptools")
+# Per vendor: the build of Paddle for its devices. Paddle's GPU wheels come from Paddle's
+# own package index (CUDA 12.6 build).
+REQUIREMENTS = {
+    "cpu": EnvSpec(name="paddle-cpu", requirements=(f"paddlepaddle=={PADDLE_VERSION}", *_COMMON)),
+    "nvidia": EnvSpec(name="paddle-cu126",
+                      requirements=(f"paddlepaddle-gpu=={PADDLE_VERSION}", *_COMMON),
+                      index_urls=("https://www.paddlepaddle.org.cn/packages/stable/cu126/",)),
+}
+
+
+@hookimpl
+def register_frameworks(register) -> None:
+    register(FrameworkSpec(
+        name=FRAMEWORK,
+        description=f"PaddlePaddle {PADDLE_VERSION} dygraph, paddle.distributed.launch, fleet hybrid",
+        models=frozenset(TRAIN_SCRIPTS),
+        log_format="paddlenlp",
+    ))
+
+
+def requirement_spec(vendor: str) -> EnvSpec:
+    try:
+        return REQUIREMENTS[vendor]
+    except KeyError:
+        raise UnavailableError(
+            f"the Paddle plugin has no Paddle build for vendor {vendor!r} (it knows "
+            f"{', '.join(sorted(REQUIREMENTS))}); install the vendor's Paddle build and run with "
+            "--env current"
+        ) from None
+
+
+@hookimpl
+def prepare_env(context: RunContext) -> ExecutionEnv | None:
+    if context.framework != FRAMEWORK:
+        return None
+    if context.env_mode == "current":
+        package = "paddlepaddle-gpu" if context.devices.kind == "gpu" else "paddlepaddle"
+        return current_env(context, package, ("numpy", "h5py"))
+    spec = requirement_spec(context.vendor)
+    return isolated_env(context, spec, spec.requirements[0].split("==")[0],
+                        variables={"GLOG_minloglevel": "2"})
+
+
+def _layout_json(context: RunContext) -> str:
+    from harness_paddle.parallel_layout import resolve_layout
+
+    settings = context.config.settings
+    layout = resolve_layout(context.config.hardware_config, context.config.params,
+                            model=context.case.model, device_kind=context.devices.kind,
+                            world=settings.world_size)
+    return layout.model_dump_json()
+
+
+def _data_argument(context: RunContext, dataset: DatasetInfo) -> str:
+    folder = Path(dataset.path)
+    if context.case.model == "gpt":
+        return str(folder / dataset.files[0].removesuffix("_ids.npy"))
+    if context.case.model == "bert":
+        return str(folder / dataset.files[0])
+    return str(folder)
+
+
+@hookimpl
+def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
+    if context.framework != FRAMEWORK:
+        return None
+    from harness_cases.readers import READERS_DIR
+
+    settings = context.config.settings
+    model = context.case.model
+    script = TRAIN_SCRIPTS[model]
+    script_args = [str(script), "--config", str(context.run_dir / "config.json"),
+                   "--data", _data_argument(context, dataset), "--parallel", _layout_json(context)]
+    if model in CNN_MODELS:
+        script_args += ["--model", model]
+    if settings.world_size == 1:
+        argv = [env.python, *script_args]
+    else:
+        launcher = ([str(SCRIPTS / "cpu_launch.py")] if context.devices.kind == "cpu"
+                    else ["-m", "paddle.distributed.launch"])
+        argv = [env.python, *launcher, "--nproc_per_node", str(settings.nproc),
+                "--log_dir", str(context.run_dir / "paddle_launch")]
+        if settings.nnodes > 1:
+            argv += ["--nnodes", str(settings.nnodes), "--master", _master_endpoint()]
+        argv += script_args
+    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(READERS_DIR)])}
+    return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
+                      log_format="paddleclas" if model in CNN_MODELS else "paddlenlp",
+                      description=f"paddle {env.framework_version}")
+
+
+def _master_endpoint() -> str:
+    addr = os.environ.get("MASTER_ADDR")
+    if not addr:
+        raise UserInputError("--nnodes > 1 needs MASTER_ADDR (and optionally MASTER_PORT) in the environment")
+    return f"{addr}:{os.environ.get('MASTER_PORT', '29500')}"
+
+
+@hookimpl
+def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
+    if context.framework != FRAMEWORK:
+        return None
+    from harness_paddle.log_formats import PaddleClasFormat, PaddleNLPFormat
+
+    settings = context.config.settings
+    fmt = PaddleClasFormat() if context.case.model in CNN_MODELS else PaddleNLPFormat()
+    seq_len = context.config.params.get("seq_len")
+    return fmt.parse_file(log_path, seq_len=int(seq_len) if seq_len else None,
+                          gpus=settings.world_size, batch_size=settings.micro_batch_size)

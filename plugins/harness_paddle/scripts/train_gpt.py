@@ -1,0 +1,129 @@
+"""GPT pre-training with PaddlePaddle: the script the Paddle plugin launches.
+
+Standalone (paddle and numpy; the dataset reader comes from harness_cases/readers on
+PYTHONPATH). Prints PaddleNLP step lines, which harness parses::
+
+    global step N, epoch: E, batch: B, loss: L, avg_reader_cost: R sec, avg_batch_cost: C sec,
+    speed: S step/s, ips_total: T tokens/s, ips: I tokens/s, learning rate: LR
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import time
+
+import numpy as np
+import paddle
+
+from gpt_model import GPT, model_flops_per_token
+from gpt_windows import GPTWindows
+from paddle_common import (Runtime, amp_setup, backward_and_step, endless, fail, load_config, log,
+                           lr_at, memory_fields, peak_rss_mb)
+from paddle_parallel import setup_hybrid, shard_optimizer
+
+
+class WindowDataset(paddle.io.Dataset):
+    def __init__(self, windows: GPTWindows):
+        super().__init__()
+        self.windows = windows
+
+    def __len__(self):
+        return len(self.windows)
+
+    def __getitem__(self, index):
+        return self.windows.window(index)
+
+
+def main() -> int:
+    args, s, p = load_config(__doc__)
+    rt = Runtime(s["seed"])
+    layout = json.loads(args.parallel)
+    setup_hybrid(rt, layout, s["seed"])
+    autocast, scaler, level = amp_setup(s["precision"], rt.device,
+                                        p.get("amp_level") or ("O2" if rt.device == "gpu" else "O1"))
+    model = GPT(vocab_size=p["vocab_size"], seq_len=p["seq_len"], num_layers=p["num_layers"],
+                hidden_size=p["hidden_size"], num_heads=p["num_heads"],
+                ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
+                recompute=p["recompute"], tensor_parallel=layout.get("tensor_parallel_degree", 1))
+    n_params = model.num_parameters() * layout.get("tensor_parallel_degree", 1)
+    flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
+    decay_params = [q.name for q in model.parameters() if len(q.shape) >= 2]
+    max_steps = s["max_steps"]
+    optimizer = paddle.optimizer.AdamW(
+        learning_rate=p["learning_rate"], beta1=p["adam_beta1"], beta2=p["adam_beta2"], epsilon=1e-8,
+        parameters=model.parameters(), weight_decay=p["weight_decay"],
+        apply_decay_param_fun=lambda name: name in decay_params,
+        grad_clip=paddle.nn.ClipGradByGlobalNorm(p["grad_clip"]),
+        multi_precision=level == "O2",
+    )
+    if level == "O2":
+        model, optimizer = paddle.amp.decorate(models=model, optimizers=optimizer, level="O2",
+                                               dtype="bfloat16" if s["precision"] == "bf16" else "float16")
+    model, optimizer, scaler, parallel = shard_optimizer(rt, layout, model, optimizer, scaler)
+
+    mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
+    dp_world, dp_rank = rt.data_parallel_world(), rt.data_parallel_rank()
+    global_batch = mbs * accum * dp_world
+    dataset = WindowDataset(GPTWindows(args.data, p["seq_len"], s["seed"], p["vocab_size"]))
+    sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=dp_world,
+                                                rank=dp_rank, shuffle=True, drop_last=True)
+    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler,
+                                  num_workers=2 if rt.device == "gpu" else 0)
+    data = endless(loader, sampler)
+    decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
+    if rt.rank == 0:
+        log(f"> GPT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
+            f"{p['num_heads']} heads, seq {p['seq_len']}, vocab {p['vocab_size']}")
+        log(f"> training: {parallel} on {rt.world} x {rt.device}, precision {s['precision']} "
+            f"(amp {level}), micro batch {mbs}, grad accum {accum}, global batch {global_batch}, "
+            f"recompute {p['recompute']}, paddle {paddle.__version__}, "
+            f"{flops_per_token:.3e} training FLOPs/token")
+
+    model.train()
+    interval = max(1, int(p.get("log_interval", 1)))
+    reader_cost = batch_cost = 0.0
+    interval_loss = 0.0
+    tick = time.perf_counter()
+    epoch = batch_index = 0
+    for step in range(1, max_steps + 1):
+        lr = lr_at(step, p["learning_rate"], p["min_learning_rate"], p["lr_warmup_steps"], decay_steps)
+        optimizer.set_lr(lr)
+        step_loss = 0.0
+        for micro in range(accum):
+            read_start = time.perf_counter()
+            epoch, batch_index, (inputs, targets) = next(data)
+            reader_cost += time.perf_counter() - read_start
+            last = micro == accum - 1
+            with rt.no_sync(model, last), autocast():
+                loss = model(inputs, targets) / accum
+            backward_and_step(loss, optimizer, scaler, last)
+            step_loss += float(loss.item())  # also waits for the device before timing
+        interval_loss += step_loss
+        batch_cost += time.perf_counter() - tick
+        tick = time.perf_counter()
+        if step % interval == 0 or step == max_steps:
+            n = interval if step % interval == 0 else step % interval
+            avg_loss = rt.all_mean(interval_loss / n)
+            if not math.isfinite(avg_loss):
+                log(f"error: non-finite loss {avg_loss} at step {step}")
+                return 1
+            avg_batch = batch_cost / n
+            tokens = global_batch * p["seq_len"]
+            if rt.rank == 0:
+                log(f"global step {step}, epoch: {epoch}, batch: {batch_index}, loss: {avg_loss:.6f}, "
+                    f"avg_reader_cost: {reader_cost / n:.5f} sec, avg_batch_cost: {avg_batch:.5f} sec, "
+                    f"speed: {1.0 / avg_batch:.4f} step/s, ips_total: {tokens / avg_batch:.2f} tokens/s, "
+                    f"ips: {tokens / avg_batch / rt.world:.2f} tokens/s, learning rate: {lr:.5e}"
+                    + memory_fields(rt.device))
+            interval_loss = reader_cost = batch_cost = 0.0
+    if rt.rank == 0:
+        log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)"
+            if rt.device == "cpu" else "> training finished on gpu")
+        log("> training finished")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
