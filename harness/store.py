@@ -105,3 +105,8 @@ class ResultStore:
         with closing(self._connect()) as conn:
             rows = conn.execute(query, args).fetchall()
         return [BenchmarkResult.model_validate_json(r[0]) for r in rows]
+
+    def run_dirs(self) -> dict[str, str | None]:
+        """Run id -> run folder, for readers (reports) that also need a run's files."""
+        with closing(self._connect()) as conn:
+            return dict(conn.execute("SELECT run_id, run_dir FROM runs").fetchall())

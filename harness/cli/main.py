@@ -47,6 +47,8 @@ def build_app(pm=None) -> typer.Typer:
     env.register(app, state)
     from harness.cli import sweep as sweep_cli
     sweep_cli.register(app, state)
+    from harness.cli import report as report_cli
+    report_cli.register(app, state)
     state.plugin_manager().hook.register_commands(cli=app)
     return app
 

@@ -1,0 +1,36 @@
+"""Reports: seed-style tables, charts and environment from the results database and run
+folders, written as report.md and a self-contained report.html."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from harness.registry import Registry
+    from harness.report.build import ReportOptions
+    from harness.report.data import ReportFilter
+
+
+@dataclass
+class ReportOutput:
+    markdown: Path
+    html: Path
+    runs: int
+
+
+def generate_report(results: Path, out_dir: Path, filters: ReportFilter | None = None,
+                    options: ReportOptions | None = None,
+                    registry: Registry | None = None) -> ReportOutput:
+    """Read the recorded runs under ``results`` and write the report into ``out_dir``."""
+    from harness.report.build import ReportBuilder
+    from harness.report.data import load_runs
+    from harness.report.render import write_report
+    from harness.report.steps import log_step_reader
+
+    runs = load_runs(results, filters)
+    reader = log_step_reader(registry) if registry is not None else None
+    document = ReportBuilder(runs, filters, options, step_reader=reader).build()
+    paths = write_report(document, out_dir)
+    return ReportOutput(paths["markdown"], paths["html"], len(runs))

@@ -1,0 +1,51 @@
+"""How noisy a recorded run is: variation over its repeats, else over its measured steps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from harness.metrics import coefficient_of_variation
+from harness.models import BenchmarkResult
+
+DEFAULT_NOISE_THRESHOLD = 0.03  # repeats varying more than 3% are flagged as noisy
+
+
+@dataclass(frozen=True)
+class Noise:
+    cv: float | None
+    source: str  # "repeats" | "steps" | "none"
+    repeats: int
+
+    def describe(self) -> str:
+        if self.cv is None:
+            return "no noise estimate"
+        if self.source == "repeats":
+            return f"CV {self.cv:.1%} over {self.repeats} repeats"
+        return f"step-time CV {self.cv:.1%} (one repeat)"
+
+
+def repeat_values(result: BenchmarkResult) -> list[float]:
+    """FINAL_RESULT of each successful repeat."""
+    return [r.final_result for r in result.repeats
+            if r.status == "success" and r.final_result is not None]
+
+
+def repeat_cv(result: BenchmarkResult) -> float | None:
+    values = repeat_values(result)
+    return coefficient_of_variation(values) if len(values) >= 2 else None
+
+
+def run_noise(result: BenchmarkResult) -> Noise:
+    """The run's own noise: CV over repeats when it has two or more, else step-time CV."""
+    values = repeat_values(result)
+    if len(values) >= 2:
+        return Noise(coefficient_of_variation(values), "repeats", len(values))
+    if result.step_time is not None:
+        return Noise(result.step_time.cv, "steps", len(values))
+    return Noise(None, "none", len(values))
+
+
+def is_noisy(result: BenchmarkResult, threshold: float = DEFAULT_NOISE_THRESHOLD) -> bool:
+    """Flagged when its repeats vary more than ``threshold`` (a fraction: 0.03 is 3%)."""
+    cv = repeat_cv(result)
+    return cv is not None and cv > threshold

@@ -1,0 +1,199 @@
+"""A small SVG line chart: axes, grid, series with markers, legend, shaded x-ranges.
+
+Self-contained markup (no scripts, no external fonts), so a report opens offline. Hovering a
+point shows its value through the SVG ``<title>`` element.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from html import escape
+
+# Okabe-Ito colours: distinguishable with the common colour-vision deficiencies.
+PALETTE = ["#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000"]
+
+
+@dataclass
+class Series:
+    name: str
+    points: list[tuple[float, float]]
+    color: str | None = None
+    dashed: bool = False
+    markers: bool = True
+    labels: dict[float, str] = field(default_factory=dict, repr=False)  # x -> text by the point
+    legend: bool = True
+
+
+@dataclass
+class Shade:
+    x0: float
+    x1: float
+    label: str
+
+
+@dataclass
+class HLine:
+    y: float
+    label: str
+    color: str = "#555555"
+
+
+def nice_step(span: float, target_ticks: int = 5) -> float:
+    """A 1-2-5 step that splits ``span`` into about ``target_ticks`` intervals."""
+    if span <= 0:
+        return 1.0
+    raw = span / target_ticks
+    magnitude = 10 ** math.floor(math.log10(raw))
+    for factor in (1, 2, 2.5, 5, 10):
+        if raw <= factor * magnitude:
+            return factor * magnitude
+    return 10 * magnitude
+
+
+def format_number(value: float) -> str:
+    """Compact axis text: 1,234 / 12.5k / 3.2M."""
+    magnitude = abs(value)
+    if magnitude >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if magnitude >= 1e4:
+        return f"{value / 1e3:.3g}k"
+    if magnitude >= 100 or value == int(value):
+        return f"{value:,.0f}"
+    return f"{value:.3g}"
+
+
+def line_chart(
+    series: list[Series],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    x_scale: str = "linear",  # or "log2" for GPU counts and batch sizes
+    x_ticks: list[float] | None = None,
+    shades: list[Shade] = (),
+    hlines: list[HLine] = (),
+    width: int = 540,
+    height: int = 340,
+    chart_id: str = "chart",
+    legend_extra: list[tuple[str, str, bool]] = (),  # (text, colour, dashed) legend-only entries
+) -> str:
+    entries = [(s.name, s.color or PALETTE[i % len(PALETTE)], s.dashed)
+               for i, s in enumerate(series) if s.legend] + list(legend_extra)
+    legend_rows = _legend_rows(entries, width)
+    height += 16 * (len(legend_rows) - 1)
+    margin_left, margin_right, margin_top, margin_bottom = 64, 16, 40, 84 + 16 * (len(legend_rows) - 1)
+    plot_w = width - margin_left - margin_right
+    plot_h = height - margin_top - margin_bottom
+    xs = [x for s in series for x, _ in s.points] + [v for s in shades for v in (s.x0, s.x1)]
+    ys = [y for s in series for _, y in s.points] + [h.y for h in hlines]
+    if not xs or not ys:
+        xs, ys = [0.0, 1.0], [0.0, 1.0]
+
+    def tx(x: float) -> float:
+        return math.log2(x) if x_scale == "log2" and x > 0 else x
+
+    x_min, x_max = min(tx(x) for x in xs), max(tx(x) for x in xs)
+    if x_min == x_max:
+        x_min, x_max = x_min - 1, x_max + 1
+    pad = (x_max - x_min) * 0.04
+    x_min, x_max = x_min - pad, x_max + pad
+    y_top = max(ys) * 1.08 if max(ys) > 0 else 1.0
+    step = nice_step(y_top)
+    y_top = math.ceil(y_top / step) * step
+
+    def px(x: float) -> float:
+        return margin_left + (tx(x) - x_min) / (x_max - x_min) * plot_w
+
+    def py(y: float) -> float:
+        return margin_top + plot_h - (y / y_top) * plot_h
+
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{escape(chart_id)}" '
+           f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
+           f'aria-label="{escape(title)}">',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>',
+           f'<text x="{margin_left}" y="22" class="chart-title" font-size="14" font-weight="600" '
+           f'fill="#1f2937">{escape(title)}</text>']
+    for shade in shades:
+        x0, x1 = px(shade.x0), px(shade.x1)
+        out.append(f'<rect class="shade" x="{x0:.1f}" y="{margin_top}" width="{max(x1 - x0, 1):.1f}" '
+                   f'height="{plot_h}" fill="#f59e0b" fill-opacity="0.16"><title>{escape(shade.label)}'
+                   f'</title></rect>')
+        out.append(f'<text x="{x0 + 4:.1f}" y="{margin_top + 14}" font-size="11" fill="#92400e">'
+                   f'{escape(shade.label)}</text>')
+    # y grid and labels
+    value = 0.0
+    while value <= y_top + step / 2:
+        y = py(value)
+        out.append(f'<line x1="{margin_left}" x2="{margin_left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
+                   f'stroke="#e5e7eb" stroke-width="1"/>')
+        out.append(f'<text x="{margin_left - 6}" y="{y + 4:.1f}" font-size="11" fill="#4b5563" '
+                   f'text-anchor="end">{format_number(value)}</text>')
+        value += step
+    # x ticks
+    ticks = x_ticks if x_ticks is not None else sorted({x for s in series for x, _ in s.points})
+    if len(ticks) > 12:
+        stride = math.ceil(len(ticks) / 12)
+        ticks = ticks[::stride]
+    for tick in ticks:
+        x = px(tick)
+        out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{margin_top + plot_h}" '
+                   f'y2="{margin_top + plot_h + 4}" stroke="#9ca3af"/>')
+        out.append(f'<text x="{x:.1f}" y="{margin_top + plot_h + 17}" font-size="11" fill="#4b5563" '
+                   f'text-anchor="middle">{format_number(tick)}</text>')
+    out.append(f'<line x1="{margin_left}" x2="{margin_left + plot_w}" y1="{margin_top + plot_h}" '
+               f'y2="{margin_top + plot_h}" stroke="#6b7280"/>')
+    out.append(f'<line x1="{margin_left}" x2="{margin_left}" y1="{margin_top}" '
+               f'y2="{margin_top + plot_h}" stroke="#6b7280"/>')
+    out.append(f'<text x="{margin_left + plot_w / 2:.1f}" y="{margin_top + plot_h + 34}" font-size="12" '
+               f'fill="#374151" text-anchor="middle">{escape(x_label)}</text>')
+    out.append(f'<text transform="translate(14,{margin_top + plot_h / 2:.1f}) rotate(-90)" font-size="12" '
+               f'fill="#374151" text-anchor="middle">{escape(y_label)}</text>')
+    for line in hlines:
+        y = py(line.y)
+        out.append(f'<line x1="{margin_left}" x2="{margin_left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
+                   f'stroke="{line.color}" stroke-width="1.2" stroke-dasharray="6 4"/>')
+        out.append(f'<text x="{margin_left + plot_w - 4}" y="{y - 5:.1f}" font-size="11" '
+                   f'fill="{line.color}" text-anchor="end">{escape(line.label)}</text>')
+    for index, item in enumerate(series):
+        color = item.color or PALETTE[index % len(PALETTE)]
+        points = sorted(item.points)
+        if len(points) > 1:
+            path = " ".join(f"{px(x):.1f},{py(y):.1f}" for x, y in points)
+            dash = ' stroke-dasharray="5 4"' if item.dashed else ""
+            out.append(f'<polyline class="series" points="{path}" fill="none" stroke="{color}" '
+                       f'stroke-width="{1.4 if item.dashed else 2.2}"{dash}/>')
+        if item.markers:
+            for x, y in points:
+                out.append(f'<circle class="point" cx="{px(x):.1f}" cy="{py(y):.1f}" r="3.6" '
+                           f'fill="{color}"><title>{escape(item.name)}: x={format_number(x)}, '
+                           f'y={y:,.2f}</title></circle>')
+                if x in item.labels:
+                    out.append(f'<text x="{px(x) + 6:.1f}" y="{py(y) - 7:.1f}" font-size="10.5" '
+                               f'fill="{color}">{escape(item.labels[x])}</text>')
+    # legend below the plot, wrapping into rows
+    legend_y = margin_top + plot_h + 54
+    for row in legend_rows:
+        for cursor, (name, color, dashed) in row:
+            dash = ' stroke-dasharray="5 4"' if dashed else ""
+            out.append(f'<line x1="{cursor}" x2="{cursor + 18}" y1="{legend_y - 4}" '
+                       f'y2="{legend_y - 4}" stroke="{color}" stroke-width="2.5"{dash}/>')
+            out.append(f'<text x="{cursor + 23}" y="{legend_y}" font-size="11" fill="#374151">'
+                       f'{escape(name)}</text>')
+        legend_y += 16
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+def _legend_rows(entries, width: int, left: int = 64, right: int = 16):
+    """Place legend entries left to right, wrapping into rows: [[(x, entry), ...], ...]."""
+    rows: list[list] = [[]]
+    cursor = left
+    for entry in entries:
+        text_w = int(6.6 * len(entry[0])) + 34
+        if cursor + text_w > width - right and rows[-1]:
+            rows.append([])
+            cursor = left
+        rows[-1].append((cursor, entry))
+        cursor += text_w
+    return rows
