@@ -1,0 +1,92 @@
+"""gluon-cv and NGC MXNet ResNet log formats on samples in their published shapes."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness_mxnet.log_formats import GluonCVFormat, MXNetDLEFormat
+
+GLUON = (
+    "INFO:root:Namespace(batch_size=64, num_gpus=8)\n"
+    "INFO:root:Epoch[0] Batch [49]\tSpeed: 1234.567890 samples/sec\taccuracy=0.001000\tlr=0.100000\n"
+    "INFO:root:Epoch[0] Batch [99]\tSpeed: 1300.500000 samples/sec\taccuracy=0.002000\tlr=0.100000\n"
+    "INFO:root:[Epoch 0] training: accuracy=0.012345\n"
+    "INFO:root:[Epoch 0] speed: 1250 samples/sec\ttime cost: 1036.123456\n"
+    "INFO:root:[Epoch 0] validation: err-top1=0.950000 err-top5=0.850000\n"
+    "INFO:root:Epoch[1] Batch [49]\tSpeed: 1290.000000 samples/sec\taccuracy=0.010000\tlr=0.200000\n"
+    "INFO:root:[Epoch 1] speed: 1280 samples/sec\ttime cost: 1000.000000\n"
+)
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "train.log"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def test_gluoncv_batch_lines_and_epoch_summaries(tmp_path):
+    parsed = GluonCVFormat().parse_file(write(tmp_path, GLUON), gpus=8, batch_size=64)
+    assert [s.throughput for s in parsed.steps] == [1234.56789, 1300.5, 1290.0]
+    assert [s.step for s in parsed.steps] == [49, 99, 149]  # epoch 1 continues after epoch 0
+    assert [s.learning_rate for s in parsed.steps] == [0.1, 0.1, 0.2]
+    assert parsed.unit == "samples/s"
+    assert parsed.meta["epoch_throughput"] == [1250.0, 1280.0]
+    assert parsed.framework_reported == 1280.0
+    assert parsed.meta["throughput_scope"] == "total"  # Speed is the whole process, all its GPUs
+
+
+def test_gluoncv_speedometer_range_and_loss(tmp_path):
+    text = "Epoch[2] Batch [20-40]\tSpeed: 456.78 samples/sec\tcross-entropy=6.543210\tlr=0.050000\n"
+    parsed = GluonCVFormat().parse_file(write(tmp_path, text))
+    assert parsed.steps[0].step == 40 and parsed.steps[0].throughput == 456.78
+    assert parsed.steps[0].loss is None  # cross-entropy is a metric here, not a loss key
+    text = "Epoch[0] Batch [10]\tSpeed: 100.0 samples/sec\tloss=nan\n"
+    parsed = GluonCVFormat().parse_file(write(tmp_path, text))
+    assert parsed.errors and "non-finite loss" in parsed.errors[0]
+
+
+def test_gluoncv_detection():
+    fmt = GluonCVFormat()
+    assert fmt.detect("INFO:root:Epoch[0] Batch [49]\tSpeed: 1234.5 samples/sec\taccuracy=0.1\tlr=0.1\n")
+    assert not fmt.detect("INFO:root:[Epoch 0] speed: 1250 samples/sec\ttime cost: 1036.1\n")
+    assert not fmt.detect("Speed: fast\n")
+
+
+MXNET_DLE = (
+    "[1,0]<stdout>:DLL 2023-07-31 06:24:28.055105 - PARAMETER arch : resnetv15  num_layers : 50  "
+    "gpus : [0, 1, 2, 3, 4, 5, 6, 7]  kv_store : horovod  dtype : float16  batch_size : 2048  num_epochs : 3\n"
+    "[1,0]<stderr>:2023-07-31 06:24:30,549:INFO: starting epoch 0\n"
+    "[1,0]<stdout>:DLL 2023-07-31 06:24:53.060273 - Epoch: 0 Iteration: 19  train.loss : 7.10  "
+    "train.ips : 9000.5 images/s train.lr : 0.0019456 \n"
+    "[1,0]<stdout>:DLL 2023-07-31 06:27:15.674897 - Epoch: 0  train.loss : 6.40  train.ips : 11596.0 images/s\n"
+    "[1,0]<stdout>:DLL 2023-07-31 06:27:19.210118 - Epoch: 1 Iteration: 19  train.loss : 6.28  "
+    "train.ips : 11586.8 images/s train.lr : 0.896 \n"
+    "[1,0]<stdout>:DLL 2023-07-31 06:29:04.591886 - Epoch: 1  train.loss : 6.16  train.ips : 10000.0 images/s\n"
+    "[1,0]<stdout>:DLL 2023-07-31 06:30:36.574038 - Epoch: 2  train.loss : 6.05  train.ips : 12000.0 images/s\n"
+    "[1,0]<stdout>:DLL 2023-07-31 06:30:36.590096 - Summary: train.loss : 6.05  train.ips : 10756.7 images/s\n"
+)
+
+
+def test_mxnet_dle_epochs_summary_and_gpu_list(tmp_path):
+    parsed = MXNetDLEFormat().parse_file(write(tmp_path, MXNET_DLE))
+    assert [s.throughput for s in parsed.steps] == [9000.5, 11586.8]
+    assert [s.step for s in parsed.steps] == [20, 40]
+    assert parsed.meta["epoch_throughput"] == [11596.0, 10000.0, 12000.0]
+    assert parsed.framework_reported == 10756.7
+    assert parsed.meta["gpus"] == 8 and parsed.meta["global_batch_size"] == 2048
+    assert parsed.unit == "images/s"
+
+
+def test_mxnet_dle_default_method_is_harmonic_epoch(tmp_path):
+    from harness.logparse.methods import aggregate
+    from harness.logparse.summary import stream_log
+
+    streamed = stream_log(write(tmp_path, MXNET_DLE), MXNetDLEFormat())
+    result = aggregate(MXNetDLEFormat.default_method, streamed.parsed, streamed.summary)
+    assert result.value == pytest.approx(2 / (1 / 10000.0 + 1 / 12000.0))
+
+
+def test_mxnet_dle_detection_ignores_other_dllogger_lines():
+    fmt = MXNetDLEFormat()
+    assert fmt.detect("[1,0]<stdout>:DLL 2023-07-31 06:27:19.210118 - Epoch: 1 Iteration: 19  train.ips : 1.0 images/s\n")
+    assert not fmt.detect("DLL 2023-08-04 05:46:28.192913 - Epoch: 0 Iteration: 1  train.total_ips : 25.20 images/s\n")
