@@ -49,6 +49,8 @@ def build_app(pm=None) -> typer.Typer:
     sweep_cli.register(app, state)
     from harness.cli import report as report_cli
     report_cli.register(app, state)
+    from harness.cli import compare as compare_cli
+    compare_cli.register(app, state)
     state.plugin_manager().hook.register_commands(cli=app)
     return app
 

@@ -40,7 +40,7 @@ def run_noise(result: BenchmarkResult) -> Noise:
     values = repeat_values(result)
     if len(values) >= 2:
         return Noise(coefficient_of_variation(values), "repeats", len(values))
-    if result.step_time is not None:
+    if result.step_time is not None and result.step_time.n >= 2:
         return Noise(result.step_time.cv, "steps", len(values))
     return Noise(None, "none", len(values))
 

@@ -1,0 +1,118 @@
+"""``harness compare``: two runs, two frameworks or two result sets side by side."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from harness.errors import UserInputError
+
+HELP = """Compare recorded results: value, ratio B/A, and whether the difference exceeds the runs' noise.
+
+  harness compare RUN_A RUN_B                      two runs (ids or unique prefixes)
+  harness compare results-old/ results-new/        two result sets (results folders)
+  harness compare --frameworks pytorch,paddle      two frameworks in one results folder
+
+Runs of two sets are paired when case, vendor, scale, layout, precision, batch size,
+accumulation and sweep label agree. Noise of a run: CV of FINAL_RESULT over its repeats,
+else its step-time CV; a difference is beyond noise when |B/A - 1| exceeds twice the two
+runs' combined noise. --fail-if-slower PCT exits 1 when any B is more than PCT percent
+slower than its A (for regression gates in CI).
+"""
+
+EXIT_SLOWER = 1
+
+
+def register(app: typer.Typer, state) -> None:
+    @app.command("compare", help=HELP)
+    def compare_command(
+        a: Annotated[Optional[str], typer.Argument(help="Baseline: a run id or a results folder.")] = None,
+        b: Annotated[Optional[str], typer.Argument(help="Candidate: a run id or a results folder.")] = None,
+        frameworks: Annotated[Optional[str], typer.Option(
+            help="Compare two frameworks of one results folder: BASELINE,CANDIDATE.")] = None,
+        output: Annotated[Path, typer.Option("--output", "--results",
+                                             help="Results folder for run ids and --frameworks.")] = Path("results"),
+        case: Annotated[Optional[str], typer.Option(help="Only these cases (comma-separated).")] = None,
+        vendor: Annotated[Optional[str], typer.Option(help="Only these vendors.")] = None,
+        sweep: Annotated[Optional[str], typer.Option(help="Only runs of these sweeps.")] = None,
+        fail_if_slower: Annotated[Optional[float], typer.Option(
+            min=0, help="Exit 1 if any candidate is more than PCT percent slower than its baseline.")] = None,
+        json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    ) -> None:
+        from harness.cli.report import filters_from_options
+        from harness.cli.sweep import split_list
+        from harness.compare import (
+            Side,
+            compare_frameworks,
+            compare_runs,
+            compare_sides,
+            load_side,
+        )
+
+        filters = filters_from_options(case, None, vendor, sweep, None, None)
+        if frameworks:
+            if a or b:
+                raise UserInputError("give either two runs / result folders or --frameworks, not both")
+            names = split_list(frameworks, "--frameworks")
+            if len(names) != 2:
+                raise UserInputError(f"--frameworks takes exactly two names, BASELINE,CANDIDATE; got {frameworks!r}")
+            comparison = compare_frameworks(output, names[0], names[1], filters)
+        else:
+            if not (a and b):
+                raise UserInputError("give two run ids, two results folders, or --frameworks A,B "
+                                     "(see `harness compare --help`)")
+            side_a, side_b = load_side(a, output, filters), load_side(b, output, filters)
+            if isinstance(side_a, Side) != isinstance(side_b, Side):
+                raise UserInputError("compare a run with a run, or a results folder with a results folder")
+            comparison = (compare_sides(side_a, side_b) if isinstance(side_a, Side)
+                          else compare_runs(side_a, side_b))
+        if json_output:
+            typer.echo(json.dumps(comparison.to_dict(), indent=2))
+        else:
+            _print(comparison)
+        if not comparison.pairs:
+            typer.echo("warning: no comparable pairs (nothing matched on case, layout, precision "
+                       "and batch size)", err=True)
+        if fail_if_slower is not None:
+            slower = comparison.slower_than(fail_if_slower)
+            if slower:
+                for pair in slower:
+                    typer.echo(f"slower: {pair.describe()}: {pair.value_b:,.2f} vs {pair.value_a:,.2f} "
+                               f"{pair.unit} ({pair.slower_pct:.1f}% slower > {fail_if_slower:g}%)", err=True)
+                raise typer.Exit(EXIT_SLOWER)
+
+
+def _print(comparison) -> None:
+    from rich.table import Table
+
+    from harness.cli.sweep import _wide_console
+
+    table = Table(title=f"A = {comparison.label_a}   B = {comparison.label_b}", title_justify="left")
+    for column in ("what", "A", "B", "unit", "B/A", "change", "noise A", "noise B", "beyond noise"):
+        table.add_column(column, justify="left" if column in ("what", "unit") else "right")
+    for pair in comparison.pairs:
+        beyond = pair.beyond_noise
+        verdict = "unknown" if beyond is None else ("[bold]yes[/bold]" if beyond else "no")
+        style = "green" if pair.change > 0 else "red"
+        table.add_row(
+            pair.describe() + (f" ({pair.a.framework} vs {pair.b.framework})"
+                               if pair.a.framework != pair.b.framework else ""),
+            f"{pair.value_a:,.2f}", f"{pair.value_b:,.2f}", pair.unit, f"{pair.ratio:.3f}",
+            f"[{style}]{pair.change:+.1%}[/{style}]",
+            _noise_text(pair.noise_a), _noise_text(pair.noise_b), verdict,
+        )
+    console = _wide_console()
+    console.print(table)
+    for label, runs in (("A", comparison.only_a), ("B", comparison.only_b)):
+        if runs:
+            console.print(f"only in {label} (no match): " + ", ".join(r.result.run_id for r in runs),
+                          highlight=False)
+
+
+def _noise_text(noise) -> str:
+    if noise.cv is None:
+        return "-"
+    return f"{noise.cv:.1%} ({'repeats' if noise.source == 'repeats' else 'steps'})"

@@ -1,0 +1,188 @@
+"""Side-by-side comparison of recorded runs: two runs, two frameworks, or two result sets.
+
+Each side is a list of recorded runs. Runs are paired by what makes them comparable (case,
+vendor, scale, layout, precision, batch, accumulation and sweep label: everything but the
+framework and the time they ran), and each pair gets the ratio B / A of FINAL_RESULT and
+whether the difference exceeds the runs' own noise:
+
+    noise(run) = CV of FINAL_RESULT over its repeats (2 or more), else its step-time CV
+    beyond noise  <=>  |B/A - 1| > NOISE_SIGMAS * sqrt(noise(A)^2 + noise(B)^2)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import UserInputError
+from harness.models import BenchmarkResult
+from harness.report.data import ReportFilter, ReportRun, load_runs
+from harness.report.noise import Noise, run_noise
+from harness.store import DB_NAME, ResultStore
+
+NOISE_SIGMAS = 2.0  # a difference of two noise standard deviations: ~95% if noise were normal
+
+
+@dataclass
+class Side:
+    label: str
+    runs: list[ReportRun]
+
+
+@dataclass
+class Pair:
+    key: tuple
+    a: BenchmarkResult
+    b: BenchmarkResult
+    noise_a: Noise
+    noise_b: Noise
+
+    @property
+    def value_a(self) -> float:
+        return self.a.throughput.value
+
+    @property
+    def value_b(self) -> float:
+        return self.b.throughput.value
+
+    @property
+    def unit(self) -> str:
+        return self.a.throughput.unit
+
+    @property
+    def ratio(self) -> float:
+        """B / A: above 1 means B is faster (higher throughput)."""
+        return self.value_b / self.value_a
+
+    @property
+    def change(self) -> float:
+        return self.ratio - 1.0
+
+    @property
+    def slower_pct(self) -> float:
+        """How much slower B is than A, in percent (negative when B is faster)."""
+        return -self.change * 100.0
+
+    @property
+    def noise(self) -> float | None:
+        """Combined relative noise of the two runs; None when neither has an estimate."""
+        parts = [n.cv for n in (self.noise_a, self.noise_b) if n.cv is not None]
+        return math.sqrt(sum(p * p for p in parts)) if parts else None
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        noise = self.noise
+        return None if noise is None else abs(self.change) > NOISE_SIGMAS * noise
+
+    def describe(self) -> str:
+        first, second = _describe(self.a, self.key), _describe(self.b, self.key)
+        return first if first == second else f"{first} vs {second}"
+
+
+def _describe(r: BenchmarkResult, key: tuple) -> str:
+    text = (f"{r.case} {r.vendor} {r.nnodes}x{r.nproc} {r.precision} bs{r.micro_batch_size}")
+    if r.config.settings.grad_accum_steps > 1:
+        text += f" acc{r.config.settings.grad_accum_steps}"
+    if key and key[-1]:
+        text += f" {key[-1]}"
+    if r.config.scale != "full":
+        text += f" ({r.config.scale})"
+    return text
+
+
+@dataclass
+class Comparison:
+    label_a: str
+    label_b: str
+    pairs: list[Pair] = field(default_factory=list)
+    only_a: list[ReportRun] = field(default_factory=list)
+    only_b: list[ReportRun] = field(default_factory=list)
+
+    def slower_than(self, pct: float) -> list[Pair]:
+        """Pairs where B's throughput is more than ``pct`` percent below A's."""
+        return [p for p in self.pairs if p.slower_pct > pct]
+
+    def to_dict(self) -> dict:
+        return {
+            "a": self.label_a, "b": self.label_b, "noise_sigmas": NOISE_SIGMAS,
+            "pairs": [{
+                "what": p.describe(), "run_a": p.a.run_id, "run_b": p.b.run_id,
+                "framework_a": p.a.framework, "framework_b": p.b.framework,
+                "value_a": p.value_a, "value_b": p.value_b, "unit": p.unit,
+                "ratio": p.ratio, "change_pct": p.change * 100.0,
+                "noise_a": p.noise_a.cv, "noise_a_source": p.noise_a.source,
+                "noise_b": p.noise_b.cv, "noise_b_source": p.noise_b.source,
+                "beyond_noise": p.beyond_noise,
+            } for p in self.pairs],
+            "only_a": [r.result.run_id for r in self.only_a],
+            "only_b": [r.result.run_id for r in self.only_b],
+        }
+
+
+def comparison_key(run: ReportRun) -> tuple:
+    """What must be equal for two runs to be compared (not the framework, not the time)."""
+    r = run.result
+    s = r.config.settings
+    return (r.case, r.vendor, r.config.scale, r.nnodes, r.nproc, r.precision, r.micro_batch_size,
+            s.grad_accum_steps, r.config.hardware_config or "", run.label or "")
+
+
+def compare_sides(a: Side, b: Side) -> Comparison:
+    """Pair the successful runs of two sides by ``comparison_key``."""
+    ok_a = {comparison_key(r): r for r in a.runs if r.ok}
+    ok_b = {comparison_key(r): r for r in b.runs if r.ok}
+    comparison = Comparison(a.label, b.label)
+    for key, run_a in ok_a.items():
+        run_b = ok_b.get(key)
+        if run_b is None:
+            comparison.only_a.append(run_a)
+            continue
+        comparison.pairs.append(_pair(key, run_a.result, run_b.result))
+    comparison.only_b = [r for k, r in ok_b.items() if k not in ok_a]
+    return comparison
+
+
+def compare_runs(a: BenchmarkResult, b: BenchmarkResult) -> Comparison:
+    """Two named runs, compared whatever their settings (same unit required)."""
+    for result in (a, b):
+        if result.status != "success" or result.throughput is None:
+            raise UserInputError(f"run {result.run_id} did not succeed ({result.status}); "
+                                 "it has no FINAL_RESULT to compare")
+    if a.throughput.unit != b.throughput.unit:
+        raise UserInputError(f"runs measure different units ({a.throughput.unit} vs "
+                             f"{b.throughput.unit}); they cannot be compared")
+    comparison = Comparison(a.run_id, b.run_id)
+    comparison.pairs.append(_pair((), a, b))
+    return comparison
+
+
+def _pair(key: tuple, a: BenchmarkResult, b: BenchmarkResult) -> Pair:
+    return Pair(key, a, b, run_noise(a), run_noise(b))
+
+
+def load_side(spec: str, results: Path, filters: ReportFilter) -> Side | BenchmarkResult:
+    """A results folder (every matching run in it) or a run id / prefix in ``results``."""
+    path = Path(spec)
+    if (path / DB_NAME).is_file():
+        return Side(str(path), load_runs(path, filters))
+    if not (results / DB_NAME).is_file():
+        raise UserInputError(f"{spec!r} is not a results folder (no {DB_NAME}) and there is no "
+                             f"results database at {results} to look it up as a run id")
+    result = ResultStore(results).get(spec)
+    if result is None:
+        raise UserInputError(f"{spec!r} is neither a results folder nor a single run id (or unique "
+                             f"prefix) in {results}; see `harness results list`")
+    return result
+
+
+def compare_frameworks(results: Path, framework_a: str, framework_b: str,
+                       filters: ReportFilter) -> Comparison:
+    runs = load_runs(results, filters)
+    side_a = Side(framework_a, [r for r in runs if r.result.framework == framework_a])
+    side_b = Side(framework_b, [r for r in runs if r.result.framework == framework_b])
+    for side in (side_a, side_b):
+        if not side.runs:
+            raise UserInputError(f"no recorded runs of framework {side.label!r} in {results} "
+                                 f"({filters.describe()})")
+    return compare_sides(side_a, side_b)
