@@ -129,7 +129,7 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
     parsed, summary = streamed.parsed, streamed.summary
     notes: list[str] = []
 
-    if summary.count == 0 and parsed.framework_reported is None and not parsed.errors:
+    if not streamed.recognised and parsed.framework_reported is None and not parsed.errors:
         raise UserInputError(
             f"{path}: no line is in the {fmt.name!r} format ({fmt.description}); "
             "check --format, or use keyword mode with --keyword"

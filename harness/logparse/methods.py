@@ -17,6 +17,9 @@ method             rule
                    (default 0), then converted (for time records: batch x gpus / mean time).
 =================  ==========================================================================
 
+Default ``skip``/``trim`` values shrink to fit a log too short for them; values given
+explicitly never do (the method then refuses with a clear error instead).
+
 A format whose step throughput is per device (``meta["throughput_scope"] == "per_device"``,
 e.g. the rank-0 log of a Paddle job) is scaled to the job total by the GPU count.
 """
@@ -131,7 +134,11 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
         return Aggregate(value, method, description, used=len(kept), skipped=skip, **_spread(kept))
     if method == "trimmed":
         trim = options.trim if options.trim is not None else DEFAULT_TRIM
+        if options.skip is None and len(values) <= skip:
+            skip = 0  # a short log: the default warm-up would leave nothing
         kept = sorted(_after_warmup(values, skip, "records"))
+        if options.trim is None:
+            trim = min(trim, (len(kept) - 1) // 2)  # defaults shrink to fit a short log
         if len(kept) <= 2 * trim:
             raise UserInputError(
                 f"{len(kept)} records after warm-up cannot lose {trim} from each end; lower --trim"

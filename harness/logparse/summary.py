@@ -83,6 +83,7 @@ class StreamedLog:
     lines: int
     bytes: int
     sha256: str
+    recognised: bool  # some line is characteristic of the format (or gave a step)
 
 
 class _HashingReader(io.RawIOBase):
@@ -114,6 +115,8 @@ def stream_log(path: Path, fmt: LogFormat, **hints) -> StreamedLog:
     summary = StepSummary()
     add = summary.add
     feed = parser.feed
+    detect = fmt.detect
+    recognised = False
     lines = 0
     with open(path, "rb", buffering=0) as raw:
         hashing = _HashingReader(raw)
@@ -124,6 +127,9 @@ def stream_log(path: Path, fmt: LogFormat, **hints) -> StreamedLog:
             step = feed(line)
             if step is not None:
                 add(step)
+            # Until one line is characteristic of the format, ask the format about each line.
+            if not recognised and detect(line):
+                recognised = True
     parsed = parser.finish()
     if summary.count == 0 and parsed.steps:
         # A third-party parser that only reports steps in finish().
@@ -131,4 +137,4 @@ def stream_log(path: Path, fmt: LogFormat, **hints) -> StreamedLog:
             summary.add(step)
     parsed = parsed.model_copy(update={"steps": []})
     return StreamedLog(parsed=parsed, summary=summary, lines=lines, bytes=hashing.size,
-                       sha256=hashing.digest.hexdigest())
+                       sha256=hashing.digest.hexdigest(), recognised=recognised or summary.count > 0)

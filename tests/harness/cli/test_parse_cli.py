@@ -1,0 +1,100 @@
+"""`harness parse`: output, exit codes, ingest, keyword mode."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli.main import main
+
+STEP = ("global step {step}, epoch: 0, batch: {step}, loss: {loss}, avg_reader_cost: 0.1 sec, "
+        "avg_batch_cost: 0.5 sec, speed: 2.00 step/s, ips_total: {ips} tokens/s, ips: {ips} tokens/s, "
+        "learning rate: 1.0e-05\n")
+
+
+def write(tmp_path, text: str, name: str = "gpt_log"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def good_log(tmp_path) -> str:
+    return write(tmp_path, "".join(STEP.format(step=i, loss=10.0, ips=1000 + i) for i in range(1, 21)))
+
+
+def test_prints_summary_and_legacy_index(tmp_path, capsys):
+    assert main(["parse", good_log(tmp_path), "--method", "harness", "--skip", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "format paddlenlp" in out and "FINAL_RESULT 1,015.500 tokens/s" in out
+    legacy = json.loads(out[out.index("{"):])
+    assert legacy["FINAL_RESULT"] == 1015.5 and legacy["JOB_FAIL_FLAG"] == 0 and legacy["UNIT"] == "tokens/s"
+    assert sorted(legacy) == sorted(["log_file", "model_name", "mission_name", "direction_id", "run_mode",
+                                     "index", "gpu_num", "FINAL_RESULT", "JOB_FAIL_FLAG", "UNIT"])
+
+
+def test_json_output(tmp_path, capsys):
+    assert main(["parse", good_log(tmp_path), "--json", "--case", "gpt3_6.7B", "--framework", "paddle",
+                 "--vendor", "nvidia", "--gpus", "8"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["result"]["case"] == "gpt3_6.7B" and document["result"]["vendor"] == "nvidia"
+    assert document["result"]["source"] == "ingested"
+    assert document["legacy_index"]["gpu_num"] == 8 and document["legacy_index"]["run_mode"] == "mp"
+
+
+def test_failed_run_exits_1(tmp_path, capsys):
+    path = write(tmp_path, STEP.format(step=1, loss=10.0, ips=5) + STEP.format(step=2, loss="nan", ips=5))
+    assert main(["parse", path]) == 1
+    out = capsys.readouterr().out
+    assert '"JOB_FAIL_FLAG": 1' in out and "non-finite loss" in out
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--format", "nope"], "unknown log format 'nope'"),
+    (["--method", "framework"], "no throughput printed by the framework"),
+    (["--format", "megatron"], "no line is in the 'megatron' format"),
+    (["--model-mode", "0"], "belong to keyword mode"),
+])
+def test_bad_input_exits_2(tmp_path, capsys, args, message):
+    assert main(["parse", good_log(tmp_path), *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_unrecognised_log_exits_2_never_a_zero_result(tmp_path, capsys):
+    assert main(["parse", write(tmp_path, "hello\nworld\n")]) == 2
+    captured = capsys.readouterr()
+    assert "is recognised by a log format" in captured.err and "FINAL_RESULT" not in captured.out
+
+
+def test_missing_file_exits_2(tmp_path, capsys):
+    assert main(["parse", str(tmp_path / "absent.log")]) == 2
+    assert "no such log file" in capsys.readouterr().err
+
+
+def test_ingest_twice_says_so(tmp_path, capsys):
+    log, out = good_log(tmp_path), str(tmp_path / "results")
+    assert main(["parse", log, "--ingest", "--output", out]) == 0
+    assert "ingested into" in capsys.readouterr().out
+    assert main(["parse", log, "--ingest", "--output", out]) == 0
+    assert "already ingested" in capsys.readouterr().out
+    assert main(["results", "list", "--output", out]) == 0
+    assert capsys.readouterr().out.count("ingested-gpt_log") == 1
+
+
+def test_keyword_mode(tmp_path, capsys):
+    path = write(tmp_path, "".join(f"step {i} avg_ips: {v} sent./sec\n" for i, v in enumerate([1, 10, 20, 30])))
+    assert main(["parse", path, "--keyword", "avg_ips:", "--skip-steps", "1", "--model-mode", "-1",
+                 "--ips-unit", "sent./sec", "--gpus", "2", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["legacy_index"]["FINAL_RESULT"] == 40.0 and document["legacy_index"]["UNIT"] == "sent./sec"
+    assert document["result"]["throughput"]["method"].startswith("analysis-py")
+
+
+def test_several_logs_and_list_formats(tmp_path, capsys):
+    first, second = good_log(tmp_path), write(tmp_path, open(good_log(tmp_path)).read(), "other_log")
+    assert main(["parse", first, second, "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)) == 2
+    assert main(["parse", "--list-formats"]) == 0
+    listed = capsys.readouterr().out
+    assert all(name in listed for name in ("megatron", "flagperf", "mllog", "gluoncv", "keyword"))

@@ -1,0 +1,98 @@
+"""From a log to the uniform result: failure markers, GPU count, ingest idempotency."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from harness.errors import UserInputError
+from harness.logparse.ingest import ParseRequest, ingest, parse_log_file
+from harness.plugin_manager import make_plugin_manager
+from harness.registry import Registry
+
+STEP = ("total step: {step}, epoch: 0, batch: {step}, loss: {loss}, avg_reader_cost: 0.1 sec, "
+        "avg_batch_cost: 0.5 sec, avg_samples: 96.00000, ips: {ips} sequences/sec\n")
+LAUNCH = "LAUNCH INFO 2023-07-28 07:49:49,627 devices: 0,1,2,3\n"
+
+
+@pytest.fixture(scope="module")
+def registry():
+    return Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+
+
+def log(tmp_path, text: str, name: str = "bert_bs96_fp16_log"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def steps(n: int, ips: float = 100.0, loss: str = "10.0") -> str:
+    return "".join(STEP.format(step=10 * i, loss=loss, ips=ips) for i in range(1, n + 1))
+
+
+def test_successful_log_builds_an_ingested_result(registry, tmp_path):
+    path = log(tmp_path, LAUNCH + steps(30))
+    outcome = parse_log_file(registry, ParseRequest(path=path, method="harness"))
+    result = outcome.result
+    assert result.source == "ingested" and len(result.source_sha256) == 64
+    assert result.status == "success" and outcome.legacy.JOB_FAIL_FLAG == 0
+    assert result.nproc == 4 and result.run_mode == "mp"  # GPU count read from the launcher lines
+    assert result.throughput.value == pytest.approx(400.0)  # per-GPU ips x 4
+    assert result.throughput.per_device == pytest.approx(100.0)
+    assert result.precision == "fp16" and result.micro_batch_size == 96
+    assert result.steps_completed == 300 and result.loss_first == 10.0
+    assert result.step_time.mean == pytest.approx(0.5)
+    assert outcome.legacy.FINAL_RESULT == 400.0 and outcome.legacy.UNIT == "sequences/s"
+    assert outcome.legacy.gpu_num == 4
+
+
+def test_gpus_on_the_command_line_win(registry, tmp_path):
+    path = log(tmp_path, LAUNCH + steps(30))
+    outcome = parse_log_file(registry, ParseRequest(path=path, gpus=8, method="harness"))
+    assert outcome.result.throughput.value == pytest.approx(800.0) and outcome.result.nproc == 8
+
+
+@pytest.mark.parametrize("tail, reason", [
+    ("Traceback (most recent call last):\n  File \"run_pretrain.py\", line 1\n"
+     "RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n", "Traceback"),
+    (STEP.format(step=400, loss="nan", ips=100.0), "non-finite loss"),
+])
+def test_failure_markers_set_job_fail_flag(registry, tmp_path, tail, reason):
+    path = log(tmp_path, steps(30) + tail)
+    outcome = parse_log_file(registry, ParseRequest(path=path))
+    assert outcome.result.status == "failed" and reason in outcome.result.failure_reason
+    assert outcome.legacy.JOB_FAIL_FLAG == 1 and outcome.legacy.FINAL_RESULT == 0.0
+
+
+def test_crash_before_the_first_step(registry, tmp_path):
+    path = log(tmp_path, "Namespace(batch_size=96)\nTraceback (most recent call last):\nValueError: bad\n")
+    outcome = parse_log_file(registry, ParseRequest(path=path, format="paddlenlp"))
+    assert outcome.legacy.JOB_FAIL_FLAG == 1 and outcome.result.throughput is None
+
+
+def test_no_completed_steps(registry, tmp_path):
+    path = log(tmp_path, ':::MLLOG {"time_ms": 1, "key": "run_start", "value": null, "metadata": {}}\n')
+    outcome = parse_log_file(registry, ParseRequest(path=path))
+    assert outcome.result.failure_reason == "no completed training steps were found in the log"
+    assert outcome.legacy.JOB_FAIL_FLAG == 1
+
+
+def test_forced_format_with_no_line_of_it_is_an_error(registry, tmp_path):
+    path = log(tmp_path, steps(3))
+    with pytest.raises(UserInputError, match="no line is in the 'megatron' format"):
+        parse_log_file(registry, ParseRequest(path=path, format="megatron"))
+
+
+def test_ingesting_the_same_log_twice_is_a_no_op(registry, tmp_path):
+    path = log(tmp_path, steps(30))
+    out = tmp_path / "results"
+    first = parse_log_file(registry, ParseRequest(path=path, case="bert_base", gpus=1))
+    added, run_dir = ingest(first, out)
+    assert added and (run_dir / "result.json").is_file()
+    assert len(list((run_dir / "index").iterdir())) == 1
+    again = parse_log_file(registry, ParseRequest(path=path, case="bert_base", gpus=2, method="last"))
+    assert ingest(again, out) == (False, run_dir)
+    with sqlite3.connect(out / "harness.db") as conn:
+        rows = conn.execute("SELECT source, source_sha256 FROM runs").fetchall()
+    assert rows == [("ingested", first.result.source_sha256)]
