@@ -16,16 +16,16 @@ CNN_VENDOR_OVERRIDABLE = frozenset({
 
 # Laptop-CPU preset: small images and few classes, the real network and optimizer.
 CNN_SMOKE = {
-    "image_size": 64, "num_classes": 10, "micro_batch_size": 8, "max_steps": 20,
-    "skip_steps": 5, "lr_warmup_steps": 2, "num_samples": 512,
+    "image_size": 32, "num_classes": 10, "micro_batch_size": 32, "max_steps": 30,
+    "skip_steps": 5, "lr_warmup_steps": 5, "num_samples": 512,
 }
 
 _CNNS = {
     # name: (description, micro batch, learning rate, weight decay, smoke learning rate)
     "resnet50": ("ResNet-50 v1.5 (stride in the 3x3 conv), 25.6M parameters, 224x224, 1000 classes",
-                 64, 0.1, 1.0e-4, 0.02),
+                 64, 0.1, 1.0e-4, 0.005),
     "mobilenet_v1": ("MobileNetV1 (width 1.0), 4.2M parameters, 224x224, 1000 classes",
-                     64, 0.1, 4.0e-5, 0.05),
+                     64, 0.1, 4.0e-5, 0.02),
 }
 
 

@@ -50,7 +50,7 @@ def write_images(path: Path, image_size: int, num_classes: int, num_samples: int
             chunk = labels[begin:begin + CHUNK]
             shift = rng.integers(-image_size // 8, image_size // 8 + 1, size=(len(chunk), 2))
             images = np.stack([np.roll(layouts[c], tuple(s), axis=(1, 2)) for c, s in zip(chunk, shift)])
-            images += rng.normal(0.0, 40.0, size=images.shape).astype(np.float32)
+            images += rng.normal(0.0, 25.0, size=images.shape).astype(np.float32)
             out = np.empty(len(chunk), dtype=record)
             out["label"] = chunk
             out["pixels"] = np.clip(images, 0, 255).astype(np.uint8)

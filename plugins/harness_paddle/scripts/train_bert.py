@@ -1,0 +1,112 @@
+"""BERT pre-training (MLM + NSP) with PaddlePaddle on the NGC HDF5 format.
+
+Prints PaddleNLP BERT step lines (``ips`` is per process), which harness parses::
+
+    global step: N, epoch: E, batch: B, loss: L, avg_reader_cost: R sec, avg_batch_cost: C sec,
+    avg_samples: S, ips: I sequences/sec, learning rate: LR
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+
+import paddle
+
+from bert_hdf5 import BertSamples
+from bert_model import BertForPreTraining, flops_per_sequence
+from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log, lr_at,
+                           memory_fields, peak_rss_mb)
+
+
+class HDF5Dataset(paddle.io.Dataset):
+    def __init__(self, path: str):
+        super().__init__()
+        self.samples = BertSamples(path)
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, index):
+        return self.samples.sample(index)
+
+
+def main() -> int:
+    args, s, p = load_config(__doc__)
+    rt = Runtime(s["seed"])
+    rt.init_data_parallel()
+    autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "O1"))
+    model = BertForPreTraining(p, recompute=bool(p.get("recompute")))
+    n_params = model.num_parameters()
+    decay = [q.name for q in model.parameters() if len(q.shape) >= 2]
+    optimizer = paddle.optimizer.AdamW(
+        learning_rate=p["learning_rate"], beta1=p["adam_beta1"], beta2=p["adam_beta2"], epsilon=1e-6,
+        parameters=model.parameters(), weight_decay=p["weight_decay"],
+        apply_decay_param_fun=lambda name: name in decay,
+        grad_clip=paddle.nn.ClipGradByGlobalNorm(p["grad_clip"]), multi_precision=level == "O2")
+    if level == "O2":
+        model, optimizer = paddle.amp.decorate(models=model, optimizers=optimizer, level="O2",
+                                               dtype="bfloat16" if s["precision"] == "bf16" else "float16")
+    model = rt.wrap(model)
+    mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
+    global_batch = mbs * accum * rt.world
+    dataset = HDF5Dataset(args.data)
+    if dataset.samples.seq_len != p["seq_len"]:
+        log(f"error: {args.data} holds sequences of {dataset.samples.seq_len}, the case wants {p['seq_len']}")
+        return 2
+    sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=rt.world,
+                                                rank=rt.rank, shuffle=True, drop_last=True)
+    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=2 if rt.device == "gpu" else 0)
+    data = endless(loader, sampler)
+    max_steps = s["max_steps"]
+    if rt.rank == 0:
+        log(f"> BERT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
+            f"{p['num_heads']} heads, seq {p['seq_len']}, max predictions {p['max_predictions']}, "
+            f"{flops_per_sequence(p, n_params, p['max_predictions']):.3e} training FLOPs/sequence")
+        log(f"> training: {'data parallel' if rt.world > 1 else 'single'} on {rt.world} x {rt.device}, "
+            f"precision {s['precision']} (amp {level}), micro batch {mbs}, grad accum {accum}, "
+            f"global batch {global_batch}, paddle {paddle.__version__}")
+    model.train()
+    interval = max(1, int(p.get("log_interval", 1)))
+    reader_cost = batch_cost = interval_loss = 0.0
+    tick = time.perf_counter()
+    epoch = batch_index = 0
+    for step in range(1, max_steps + 1):
+        lr = lr_at(step, p["learning_rate"], 0.0, p["lr_warmup_steps"], max_steps)
+        optimizer.set_lr(lr)
+        step_loss = 0.0
+        for micro in range(accum):
+            read_start = time.perf_counter()
+            epoch, batch_index, batch = next(data)
+            reader_cost += time.perf_counter() - read_start
+            last = micro == accum - 1
+            with rt.no_sync(model, last), autocast():
+                loss = model(*batch) / accum
+            backward_and_step(loss, optimizer, scaler, last)
+            step_loss += float(loss.item())
+        interval_loss += step_loss
+        batch_cost += time.perf_counter() - tick
+        tick = time.perf_counter()
+        if step % interval == 0 or step == max_steps:
+            n = interval if step % interval == 0 else step % interval
+            avg_loss = rt.all_mean(interval_loss / n)
+            if not math.isfinite(avg_loss):
+                log(f"error: non-finite loss {avg_loss} at step {step}")
+                return 1
+            avg_batch = batch_cost / n
+            if rt.rank == 0:
+                log(f"global step: {step}, epoch: {epoch}, batch: {batch_index}, loss: {avg_loss:.6f}, "
+                    f"avg_reader_cost: {reader_cost / n:.5f} sec, avg_batch_cost: {avg_batch:.5f} sec, "
+                    f"avg_samples: {mbs * accum:.5f}, ips: {mbs * accum / avg_batch:.5f} sequences/sec, "
+                    f"learning rate: {lr:.5e}" + memory_fields(rt.device))
+            interval_loss = reader_cost = batch_cost = 0.0
+    if rt.rank == 0:
+        if rt.device == "cpu":
+            log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
+        log("> training finished")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
