@@ -1,0 +1,1 @@
+"""Megatron-core framework plugin: GPT with tensor, pipeline and data parallelism."""

@@ -1,0 +1,55 @@
+"""The Megatron-LM test matrix as harness cases (model ``gpt``, the GPT-3 case parameters)."""
+
+from __future__ import annotations
+
+from harness.models import CaseSpec
+from harness_megatron.case_names import SEED_MATRIX, HOST_MATRIX, SEQ_LEN, MatrixCase, parse_case_name
+
+# Keys that make a matrix case what it is. The process count and batch settings are part of
+# the name too; the plugin's launch refuses a run whose layout differs from the name.
+MATRIX_IMMUTABLE = frozenset({"num_layers", "hidden_size", "num_heads", "vocab_size", "seq_len",
+                              "tensor_parallel_degree", "pipeline_parallel_degree"})
+MATRIX_VENDOR_OVERRIDABLE = frozenset({"precision", "max_steps", "skip_steps", "recompute",
+                                       "sharding_stage", "attention_backend"})
+
+
+def matrix_case(case: MatrixCase) -> CaseSpec:
+    nnodes, nproc = case.layout()
+    return CaseSpec(
+        name=case.name,
+        model="gpt",
+        description=(f"Megatron-LM matrix {case.group}: dp {case.dp} x tp {case.tp} x pp {case.pp}, "
+                     f"global batch {case.global_batch}, GPT hidden {case.hidden} x {case.layers} "
+                     f"layers, {case.heads} heads, seq {SEQ_LEN}"),
+        dataset="gpt-npy",
+        unit="tokens/s",
+        mission_name="语义表示",
+        direction_id=1,
+        legacy_prefix="nlp",
+        settings={
+            # The seed ran fp16 on V100s (no bf16 there); Hopper runs bf16 at the same peak.
+            "precision": "bf16", "micro_batch_size": case.micro_batch,
+            "grad_accum_steps": case.micro_batches_per_step, "nproc": nproc, "nnodes": nnodes,
+            "max_steps": 50, "skip_steps": 10,
+        },
+        params={
+            "num_layers": case.layers, "hidden_size": case.hidden, "num_heads": case.heads,
+            "seq_len": SEQ_LEN, "vocab_size": 50304, "ffn_multiplier": 4,
+            # Megatron-LM's defaults (dropout 0.1, lr 1.5e-4 with 1% of it as the floor).
+            "dropout": 0.1, "learning_rate": 1.5e-4, "min_learning_rate": 1.0e-5,
+            "lr_warmup_steps": 10, "lr_decay_steps": 0, "weight_decay": 0.01,
+            "adam_beta1": 0.9, "adam_beta2": 0.95, "grad_clip": 1.0, "init_std": 0.02,
+            "recompute": "none", "compile": False, "fused_optimizer": True,
+            "attention_backend": "auto", "sharding_stage": 0, "sharding_degree": 0,
+            "tensor_parallel_degree": case.tp, "pipeline_parallel_degree": case.pp,
+            "log_interval": 1,
+        },
+        smoke={"num_layers": max(2, case.pp), "hidden_size": 128, "num_heads": 4, "seq_len": 256,
+               "vocab_size": 2048, "max_steps": 12, "skip_steps": 4},
+        immutable=MATRIX_IMMUTABLE,
+        vendor_overridable=MATRIX_VENDOR_OVERRIDABLE,
+    )
+
+
+def matrix_cases() -> list[CaseSpec]:
+    return [matrix_case(parse_case_name(name)) for name in SEED_MATRIX + HOST_MATRIX]

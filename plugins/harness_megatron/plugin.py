@@ -1,0 +1,133 @@
+"""Megatron-core framework plugin: GPT (``GPTModel``) with TP/PP/DP launched by torchrun."""
+
+from __future__ import annotations
+
+import os
+import sys
+from importlib import metadata, util
+from pathlib import Path
+
+from harness import hookimpl
+from harness.errors import UnavailableError, UserInputError
+from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
+from harness.models.context import RunContext
+
+FRAMEWORK = "megatron"
+SCRIPT = Path(__file__).parent / "scripts" / "train_megatron_gpt.py"
+INSTALL_HINT = "install it with `pip install -e '.[megatron]'` (the megatron-core package)"
+
+
+@hookimpl
+def register_frameworks(register) -> None:
+    register(FrameworkSpec(
+        name=FRAMEWORK,
+        description="Megatron-core GPTModel: tensor/pipeline/data parallel, sequence parallel, "
+                    "distributed optimizer (NVIDIA GPUs)",
+        models=frozenset({"gpt"}),
+        log_format="megatron",
+    ))
+
+
+@hookimpl
+def register_cases(register) -> None:
+    from harness_megatron.cases import matrix_cases
+
+    for case in matrix_cases():
+        register(case)
+
+
+def _pytorch_scripts() -> Path:
+    """The PyTorch plugin's scripts folder: its GPT dataset reader is shared, so both
+    frameworks read the same tokens in the same order."""
+    import harness_pytorch
+
+    return Path(harness_pytorch.__file__).parent / "scripts"
+
+
+@hookimpl
+def prepare_env(context: RunContext) -> ExecutionEnv | None:
+    if context.framework != FRAMEWORK:
+        return None
+    if context.devices.vendor != "nvidia" or context.devices.kind != "gpu":
+        raise UnavailableError(
+            f"framework megatron needs NVIDIA GPUs (Megatron-core trains through NCCL); "
+            f"vendor {context.devices.vendor!r} has none. Run it with --vendor nvidia on a "
+            f"machine with NVIDIA GPUs, or use --framework pytorch here."
+        )
+    if util.find_spec("megatron") is None or util.find_spec("megatron.core") is None:
+        raise UnavailableError(f"framework megatron needs Megatron-core, which is not installed; "
+                               f"{INSTALL_HINT}")
+    versions = {}
+    for package in ("megatron-core", "torch", "numpy"):
+        try:
+            versions[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            versions[package] = "unknown"
+    return ExecutionEnv(python=sys.executable, framework=FRAMEWORK,
+                        framework_version=versions["megatron-core"], packages=versions,
+                        description="current interpreter")
+
+
+def check_layout(context: RunContext) -> None:
+    """A matrix case's name fixes dp x tp x pp: refuse a world size that differs from it."""
+    from harness_megatron.case_names import parse_case_name
+
+    try:
+        case = parse_case_name(context.case.name)
+    except UserInputError:
+        return  # not a matrix case (e.g. gpt3_1.3B): any world size the degrees divide
+    world = context.config.settings.world_size
+    if world != case.world_size:
+        raise UserInputError(
+            f"case {case.name} is dp {case.dp} x tp {case.tp} x pp {case.pp} = {case.world_size} "
+            f"GPUs; this run has {world} (--nproc/--nnodes). Pick a case whose layout fits."
+        )
+
+
+def build_argv(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo,
+               flops_per_token: float) -> list[str]:
+    """torchrun (even for one GPU: Megatron-core always initialises torch.distributed)."""
+    settings = context.config.settings
+    prefix = Path(dataset.path) / dataset.files[0].removesuffix("_ids.npy")
+    argv = [env.python, "-m", "torch.distributed.run", f"--nproc-per-node={settings.nproc}"]
+    if settings.nnodes == 1:
+        argv.append("--standalone")
+    else:
+        from harness_pytorch.plugin import rendezvous_endpoint
+
+        argv += [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d",
+                 f"--rdzv-endpoint={rendezvous_endpoint()}"]
+    argv += [str(SCRIPT), "--config", str(context.run_dir / "config.json"),
+             "--data-prefix", str(prefix), "--flops-per-token", repr(flops_per_token)]
+    return argv
+
+
+@hookimpl
+def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
+    if context.framework != FRAMEWORK:
+        return None
+    check_layout(context)
+    from harness_cases.gpt_flops import gpt_flops_per_token
+
+    flops = gpt_flops_per_token(context.config.params).per_unit
+    path = os.pathsep.join(filter(None, [str(_pytorch_scripts()), os.environ.get("PYTHONPATH")]))
+    launch_env = {
+        **env.env,
+        "PYTHONPATH": path,
+        # Megatron-core orders tensor-parallel communication after compute on one stream
+        # queue; sequence parallelism requires it.
+        "CUDA_DEVICE_MAX_CONNECTIONS": "1",
+    }
+    return LaunchSpec(argv=build_argv(context, env, dataset, flops), env=launch_env,
+                      nproc=context.config.settings.nproc, nnodes=context.config.settings.nnodes,
+                      log_format="megatron",
+                      description=f"megatron-core {env.framework_version}")
+
+
+@hookimpl
+def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
+    if context.framework != FRAMEWORK:
+        return None
+    from harness_pytorch.megatron_log import MegatronFormat
+
+    return MegatronFormat().parse_file(log_path, seq_len=int(context.config.params["seq_len"]))

@@ -1,0 +1,310 @@
+"""GPT pre-training with Megatron-core: the training script the megatron plugin launches.
+
+Run under ``python -m torch.distributed.run --nproc-per-node N`` (one process per GPU):
+``train_megatron_gpt.py --config config.json --data-prefix P``. The model is Megatron-core's
+``GPTModel`` (local spec: Megatron-core's own column/row-parallel linears and norms) with
+tensor, pipeline and data parallelism from ``tensor_parallel_degree``,
+``pipeline_parallel_degree`` and the rest of the world size; sequence parallelism with TP;
+``sharding_stage >= 1`` turns on Megatron's distributed optimizer (optimizer state sharded
+over data-parallel ranks, ZeRO-1). Prints Megatron-LM's own iteration lines.
+
+The data are the harness GPT dataset (``*_ids.npy`` + ``*_idx.npz``) read by the PyTorch
+plugin's ``gpt_dataset.py`` (on PYTHONPATH), so both frameworks train on the same tokens.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def lr_at(step: int, peak: float, floor: float, warmup: int, decay_steps: int) -> float:
+    """Linear warm-up, then cosine decay to ``floor`` (the PyTorch plugin's schedule)."""
+    if warmup > 0 and step <= warmup:
+        return peak * step / warmup
+    progress = min(1.0, (step - warmup) / max(1, decay_steps - warmup))
+    return floor + 0.5 * (peak - floor) * (1.0 + math.cos(math.pi * progress))
+
+
+def sdpa_core_attention_class():
+    """A Megatron-core core-attention module that runs torch's scaled_dot_product_attention.
+
+    Megatron-core's local spec computes attention unfused (the full s x s score matrix);
+    its flash path needs Transformer Engine. This module gives the local spec the flash
+    kernel the PyTorch plugin uses, so that the two frameworks compare at equal settings.
+    """
+    from megatron.core import tensor_parallel
+    from megatron.core.transformer.module import MegatronModule
+
+    class SDPACoreAttention(MegatronModule):
+        def __init__(self, config, layer_number, attn_mask_type, attention_type,
+                     attention_dropout=None, softmax_scale=None, cp_comm_type=None,
+                     pg_collection=None, **_):
+            super().__init__(config=config)
+            if config.context_parallel_size != 1:
+                raise ValueError("SDPA core attention does not support context parallelism")
+            self.dropout = config.attention_dropout if attention_dropout is None else attention_dropout
+            self.softmax_scale = softmax_scale
+
+        def forward(self, query, key, value, attention_mask, attn_mask_type=None,
+                    attention_bias=None, packed_seq_params=None, **_):
+            # [s, b, heads, d] -> [b, heads, s, d]
+            q, k, v = (t.permute(1, 2, 0, 3) for t in (query, key, value))
+            if k.size(1) != q.size(1):  # grouped-query attention
+                k = k.repeat_interleave(q.size(1) // k.size(1), dim=1)
+                v = v.repeat_interleave(q.size(1) // v.size(1), dim=1)
+            dropout = self.dropout if self.training else 0.0
+
+            def attend():
+                return F.scaled_dot_product_attention(q, k, v, is_causal=True, dropout_p=dropout,
+                                                      scale=self.softmax_scale)
+
+            if dropout > 0 and not self.config.sequence_parallel:
+                with tensor_parallel.get_cuda_rng_tracker().fork():
+                    out = attend()
+            else:
+                out = attend()
+            # [b, heads, s, d] -> [s, b, heads * d]
+            return out.permute(2, 0, 1, 3).reshape(out.size(2), out.size(0), -1)
+
+    return SDPACoreAttention
+
+
+def build_model(p: dict, s: dict, tp: int, pp: int, precision: str):
+    from megatron.core import parallel_state
+    from megatron.core.models.gpt import GPTModel
+    from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
+    from megatron.core.transformer.module import Float16Module
+    from megatron.core.transformer.transformer_config import TransformerConfig
+
+    recompute = p.get("recompute", "none")
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[precision]
+    config = TransformerConfig(
+        num_layers=p["num_layers"],
+        hidden_size=p["hidden_size"],
+        num_attention_heads=p["num_heads"],
+        ffn_hidden_size=p["ffn_multiplier"] * p["hidden_size"],
+        hidden_dropout=p["dropout"],
+        attention_dropout=p["dropout"],
+        init_method_std=p["init_std"],
+        tensor_model_parallel_size=tp,
+        pipeline_model_parallel_size=pp,
+        sequence_parallel=tp > 1,
+        bf16=precision == "bf16",
+        fp16=precision == "fp16",
+        params_dtype=dtype,
+        pipeline_dtype=dtype,
+        # Fusions that need no apex or Transformer Engine (bias+GeLU, bias+dropout+add are
+        # torch.jit); gradient-accumulation fusion needs apex's CUDA extension.
+        bias_activation_fusion=True,
+        bias_dropout_fusion=True,
+        masked_softmax_fusion=False,
+        gradient_accumulation_fusion=False,
+        persist_layer_norm=False,
+        recompute_granularity={"none": None, "full": "full", "selective": "selective"}[recompute],
+        recompute_method="uniform" if recompute == "full" else None,
+        recompute_num_layers=1 if recompute == "full" else None,
+    )
+    spec = get_gpt_layer_local_spec()
+    backend = str(p.get("attention_backend", "auto"))
+    if backend != "local":
+        spec.submodules.self_attention.submodules.core_attention = sdpa_core_attention_class()
+    model = GPTModel(
+        config=config,
+        transformer_layer_spec=spec,
+        vocab_size=p["vocab_size"],
+        max_sequence_length=p["seq_len"],
+        pre_process=parallel_state.is_pipeline_first_stage(),
+        post_process=parallel_state.is_pipeline_last_stage(),
+        share_embeddings_and_output_weights=True,
+        position_embedding_type="learned_absolute",
+    )
+    model.cuda(torch.cuda.current_device())
+    if precision != "fp32":
+        model = Float16Module(config, model)  # as Megatron-LM: bf16/fp16 weights, fp32 main params
+    return model, config
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config", required=True, help="resolved config JSON written by harness")
+    parser.add_argument("--data-prefix", required=True, help="path prefix of *_ids.npy/*_idx.npz")
+    parser.add_argument("--flops-per-token", type=float, required=True,
+                        help="model training FLOPs per token, for the TFLOP/s/GPU in the log")
+    args = parser.parse_args()
+    with open(args.config, encoding="utf-8") as handle:
+        cfg = json.load(handle)
+    s, p = cfg["settings"], cfg["params"]
+    if not torch.cuda.is_available():
+        log("error: Megatron-core needs NVIDIA GPUs (NCCL); none is visible")
+        return 2
+
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+
+    from megatron.core import parallel_state, tensor_parallel
+    from megatron.core.distributed import (DistributedDataParallel, DistributedDataParallelConfig,
+                                           finalize_model_grads)
+    from megatron.core.optimizer import OptimizerConfig, get_megatron_optimizer
+    from megatron.core.pipeline_parallel import get_forward_backward_func
+    from torch.utils.data import DataLoader, DistributedSampler
+
+    from gpt_dataset import GPTWindowDataset
+
+    tp, pp = int(p.get("tensor_parallel_degree", 1)), int(p.get("pipeline_parallel_degree", 1))
+    if world % (tp * pp):
+        log(f"error: world size {world} is not a multiple of tp {tp} x pp {pp}")
+        return 2
+    dp = world // (tp * pp)
+    if p["num_layers"] % pp or p["num_heads"] % tp or p["vocab_size"] % tp:
+        log(f"error: {p['num_layers']} layers / {p['num_heads']} heads / vocab {p['vocab_size']} "
+            f"do not divide into pp {pp} / tp {tp}")
+        return 2
+    parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp,
+                                             pipeline_model_parallel_size=pp)
+    tensor_parallel.model_parallel_cuda_manual_seed(s["seed"])
+    torch.manual_seed(s["seed"])
+    precision = s["precision"]
+
+    model, config = build_model(p, s, tp, pp, precision)
+    n_local = sum(t.numel() for t in model.parameters())
+    distributed_optimizer = int(p.get("sharding_stage", 0)) >= 1 and dp > 1
+    ddp_config = DistributedDataParallelConfig(
+        grad_reduce_in_fp32=True,
+        overlap_grad_reduce=dp > 1,
+        use_distributed_optimizer=distributed_optimizer,
+    )
+    model = DistributedDataParallel(config=config, ddp_config=ddp_config, module=model)
+    config.no_sync_func = model.no_sync
+    config.finalize_model_grads_func = finalize_model_grads
+    optimizer = get_megatron_optimizer(
+        OptimizerConfig(
+            optimizer="adam", lr=p["learning_rate"], min_lr=p["min_learning_rate"],
+            weight_decay=p["weight_decay"], adam_beta1=p["adam_beta1"], adam_beta2=p["adam_beta2"],
+            adam_eps=1e-8, clip_grad=p["grad_clip"], bf16=precision == "bf16",
+            fp16=precision == "fp16", params_dtype=torch.float32 if precision == "fp32" else
+            {"bf16": torch.bfloat16, "fp16": torch.float16}[precision],
+            use_distributed_optimizer=distributed_optimizer,
+            initial_loss_scale=2.0 ** 16 if precision == "fp16" else None,
+        ),
+        [model],
+    )
+
+    mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
+    global_batch = mbs * accum * dp
+    seq = p["seq_len"]
+    dp_rank = parallel_state.get_data_parallel_rank()
+    dataset = GPTWindowDataset(args.data_prefix, seq, s["seed"], p["vocab_size"])
+    sampler = DistributedSampler(dataset, num_replicas=dp, rank=dp_rank, shuffle=True,
+                                 seed=s["seed"], drop_last=True)
+    loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True, num_workers=2,
+                        pin_memory=True, persistent_workers=True)
+
+    def batches():
+        epoch = 0
+        while True:
+            sampler.set_epoch(epoch)
+            yield from loader
+            epoch += 1
+
+    data = batches()
+    positions = torch.arange(seq, device="cuda").unsqueeze(0).expand(mbs, -1)
+
+    def forward_step(data_iterator, model_chunk):
+        tokens, labels = next(data_iterator)
+        tokens = tokens.cuda(non_blocking=True)
+        labels = labels.cuda(non_blocking=True)
+        output = model_chunk(tokens, positions, None, labels=labels)  # per-token loss [b, s]
+
+        def loss_func(per_token_loss):
+            loss = per_token_loss.float().mean()
+            return loss, {"lm loss": loss.detach()}
+
+        return output, loss_func
+
+    forward_backward = get_forward_backward_func()
+    last_stage = parallel_state.is_pipeline_last_stage()
+    # One rank prints: the last pipeline stage holds the loss (Megatron-LM prints there too).
+    printer = last_stage and parallel_state.get_tensor_model_parallel_rank() == 0 and dp_rank == 0
+    if printer:
+        log(f"> Megatron-core GPT: {p['num_layers']} layers, hidden {p['hidden_size']}, "
+            f"{p['num_heads']} heads, seq {seq}, vocab {p['vocab_size']}; {n_local:,} parameters "
+            f"on this rank")
+        log(f"> training: megatron-core on {world} x cuda: dp {dp} x tp {tp} x pp {pp}, "
+            f"sequence parallel {tp > 1}, distributed optimizer {distributed_optimizer}, precision "
+            f"{precision}, micro batch {mbs}, micro-batches per step {accum}, global batch "
+            f"{global_batch}, recompute {p.get('recompute', 'none')}, attention "
+            f"{p.get('attention_backend', 'auto')}, torch {torch.__version__}")
+    flops_per_token = args.flops_per_token
+
+    max_steps = s["max_steps"]
+    decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
+    consumed = nan_iters = skipped = 0
+    model.train()
+    for step in range(1, max_steps + 1):
+        started = time.perf_counter()
+        lr = lr_at(step, p["learning_rate"], p["min_learning_rate"], p["lr_warmup_steps"], decay_steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        model.zero_grad_buffer()
+        optimizer.zero_grad()
+        losses = forward_backward(forward_step_func=forward_step, data_iterator=data, model=model,
+                                  num_microbatches=accum, seq_length=seq, micro_batch_size=mbs,
+                                  decoder_seq_length=seq, forward_only=False)
+        update_ok, grad_norm, _ = optimizer.step()
+        if not update_ok:
+            skipped += 1
+        loss = torch.zeros((), device="cuda")
+        if last_stage and losses:
+            loss = torch.stack([x["lm loss"] for x in losses]).mean()
+            dist.all_reduce(loss, group=parallel_state.get_data_parallel_group())
+            loss /= dp
+        value = float(loss)  # synchronises the device before the time is read
+        torch.cuda.synchronize()
+        elapsed_ms = 1000.0 * (time.perf_counter() - started)
+        consumed += global_batch
+        if last_stage and not math.isfinite(value):
+            nan_iters += 1
+        if printer:
+            tflops = flops_per_token * global_batch * seq / (elapsed_ms / 1000) / world / 1e12
+            log(f" iteration {step:8d}/{max_steps:8d} | consumed samples: {consumed:12d} | "
+                f"elapsed time per iteration (ms): {elapsed_ms:.1f} | "
+                f"throughput per GPU (TFLOP/s/GPU): {tflops:.1f} | learning rate: {lr:.6E} | "
+                f"global batch size: {global_batch:5d} | lm loss: {value:.6E} | "
+                f"loss scale: {optimizer.get_loss_scale().item():.1f} | "
+                f"grad norm: {float(grad_norm or 0.0):.3f} | "
+                f"number of skipped iterations: {skipped:3d} | "
+                f"number of nan iterations: {nan_iters:3d} |")
+    allocated = torch.cuda.max_memory_allocated() / 2**20
+    reserved = torch.cuda.max_memory_reserved() / 2**20
+    # Megatron-LM's memory report, one line per rank; the harness keeps the largest.
+    log(f"[Rank {rank}] (after {max_steps} iterations) memory (MB) | allocated: "
+        f"{torch.cuda.memory_allocated() / 2**20:.1f} | max allocated: {allocated:.1f} | "
+        f"reserved: {torch.cuda.memory_reserved() / 2**20:.1f} | max reserved: {reserved:.1f}")
+    dist.barrier()
+    if rank == 0:
+        log("> training finished")
+    parallel_state.destroy_model_parallel()
+    dist.destroy_process_group()
+    return 0 if nan_iters == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
