@@ -303,7 +303,7 @@ class ReportBuilder:
                 name += f" · {run.label}"
             chart_id = f"steps-{slug(r.run_id)}"
             section.blocks.append(Chart(chart_id, name, line_chart(
-                [Series("step throughput", points, color="#0072B2")], title=name, x_label="step",
+                [Series("step throughput", points, color="#0072B2", legend=False)], title=name, x_label="step",
                 y_label=r.throughput.unit, shades=shades, hlines=hlines, width=520, height=300,
                 chart_id=chart_id), caption=f"run {r.run_id} (first repeat's log)", kind="steps"))
             shown += 1

@@ -63,6 +63,17 @@ def format_number(value: float) -> str:
     return f"{value:.3g}"
 
 
+def format_tick(value: float, top: float) -> str:
+    """Axis ticks share one style: thousands as k (or millions as M) once the axis reaches 10k."""
+    if value == 0:
+        return "0"
+    if top >= 1e7:
+        return f"{value / 1e6:g}M"
+    if top >= 1e4:
+        return f"{value / 1e3:g}k"
+    return format_number(value)
+
+
 def line_chart(
     series: list[Series],
     *,
@@ -82,7 +93,10 @@ def line_chart(
                for i, s in enumerate(series) if s.legend] + list(legend_extra)
     legend_rows = _legend_rows(entries, width)
     height += 16 * (len(legend_rows) - 1)
-    margin_left, margin_right, margin_top, margin_bottom = 64, 16, 40, 84 + 16 * (len(legend_rows) - 1)
+    bottom = 84 + 16 * (len(legend_rows) - 1) if entries else 46
+    if not entries:
+        height -= 84 - 46
+    margin_left, margin_right, margin_top, margin_bottom = 64, 16, 40, bottom
     plot_w = width - margin_left - margin_right
     plot_h = height - margin_top - margin_bottom
     xs = [x for s in series for x, _ in s.points] + [v for s in shades for v in (s.x0, s.x1)]
@@ -128,7 +142,7 @@ def line_chart(
         out.append(f'<line x1="{margin_left}" x2="{margin_left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
                    f'stroke="#e5e7eb" stroke-width="1"/>')
         out.append(f'<text x="{margin_left - 6}" y="{y + 4:.1f}" font-size="11" fill="#4b5563" '
-                   f'text-anchor="end">{format_number(value)}</text>')
+                   f'text-anchor="end">{format_tick(value, y_top)}</text>')
         value += step
     # x ticks
     ticks = x_ticks if x_ticks is not None else sorted({x for s in series for x, _ in s.points})

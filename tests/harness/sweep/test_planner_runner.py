@@ -1,0 +1,198 @@
+"""Planning (skip reasons, resume by config hash) and running (failure isolation, Ctrl-C) of
+sweeps, with the toy framework of the hook tests: each run is a tiny real subprocess."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from harness import hookimpl
+from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
+from harness.plugin_manager import make_plugin_manager
+from harness.registry import Registry
+from harness.runner.pipeline import RunObserver
+from harness.store import ResultStore
+from harness.sweep.planner import SweepOptions, plan_sweep
+from harness.sweep.progress import SweepObserver, SweepProgress
+from harness.sweep.runner import SWEEP_FILE, run_sweep
+from harness.sweep.spec import SweepPoint, apply_cli_axes
+from tests.harness.test_hooks import ToyPlugin, VendorWrapper
+
+
+class ToyGpuVendor:
+    """Two fake GPUs that lack fp16; runs with width 13 crash."""
+
+    @hookimpl
+    def register_vendors(self, register):
+        register(VendorSpec(name="toygpu", device_kind="gpu"))
+
+    @hookimpl
+    def discover_devices(self, vendor):
+        if vendor != "toygpu":
+            return None
+        return DeviceSet(vendor="toygpu", kind="gpu",
+                         devices=[DeviceInfo(index=i, name="Toy GPU") for i in range(2)])
+
+    @hookimpl
+    def unsupported_reason(self, context):
+        if context.vendor == "toygpu" and context.config.settings.precision == "fp16":
+            return "Toy GPU has no fp16 units"
+        return None
+
+    @hookimpl(wrapper=True)
+    def run(self, context, env, dataset):
+        launch = yield
+        if context.config.params["width"] == 13:
+            return LaunchSpec(argv=[sys.executable, "-c", "raise SystemExit('boom')"],
+                              log_format="megatron", env=launch.env)
+        return launch
+
+
+@pytest.fixture
+def toy_pm():
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+                             extra=(ToyPlugin(), VendorWrapper(), ToyGpuVendor()))
+    return pm, Registry.from_plugins(pm)
+
+
+def _options(tmp_path):
+    return SweepOptions(output=tmp_path / "results", cache_dir=tmp_path / "cache")
+
+
+def _points(**axes):
+    return apply_cli_axes([], {"case": ["toy"], "framework": ["toyfw"], **axes}, {})
+
+
+def test_skip_reasons(toy_pm, tmp_path):
+    pm, registry = toy_pm
+    points = _points(vendor=["toygpu"], nproc=[1, 4], precision=["fp32", "fp16"])
+    points += [SweepPoint(case="toy", framework="nosuchfw"), SweepPoint(case="nosuchcase"),
+               SweepPoint(case="toy", vendor="toygpu", nnodes=2, nproc=1),
+               SweepPoint(case="toy", framework="toyfw", set=(("nosuchkey", 1),))]
+    planned = plan_sweep(pm, registry, points, _options(tmp_path))
+    states = [(p.point.nproc, p.point.precision, p.state) for p in planned[:4]]
+    assert states == [(1, "fp32", "todo"), (1, "fp16", "skipped"), (4, "fp32", "skipped"),
+                      (4, "fp16", "skipped")]
+    assert planned[1].reason == "Toy GPU has no fp16 units"
+    assert "needs 4 toygpu devices per node; this machine has 2" in planned[2].reason
+    assert planned[4].state == "skipped" and "framework 'nosuchfw' is not installed" in planned[4].reason
+    assert planned[5].state == "skipped" and "case 'nosuchcase'" in planned[5].reason
+    assert planned[6].state == "skipped" and "MASTER_ADDR" in planned[6].reason
+    assert planned[7].state == "invalid" and "nosuchkey" in planned[7].reason
+    assert planned[0].repeat == 3  # default on accelerators at full scale
+
+
+def test_resume_failure_isolation_and_markers(toy_pm, tmp_path):
+    pm, registry = toy_pm
+    options = _options(tmp_path)
+    points = apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 13}, {"width": 6}]}, {})
+    lines: list[str] = []
+    summary = run_sweep(pm, registry, "toy-sweep", plan_sweep(pm, registry, points, options), options,
+                        emit=lines.append)
+    assert [r.status for r in summary.rows] == ["success", "failed", "success"]
+    assert summary.exit_code == 1 and "boom" in summary.rows[1].reason
+    assert lines[0].startswith("sweep: run 1 of 3 | elapsed 0:00 | estimate after the first run")
+    assert "run 3 of 3" in lines[2] and "left" in lines[2]
+    first = summary.rows[0]
+    marker = json.loads((options.output / first.run_id / SWEEP_FILE).read_text())
+    assert marker["sweep"] == "toy-sweep" and marker["point"] == 1 and marker["points"] == 3
+
+    # Started again: the two successes are recorded (same config hash), the failure runs again.
+    again = plan_sweep(pm, registry, points, options)
+    assert [p.state for p in again] == ["done", "todo", "done"]
+    assert again[0].recorded.run_id == first.run_id
+    assert len(ResultStore(options.output).list()) == 3
+    # More repeats than recorded: not done.
+    more = plan_sweep(pm, registry, [p.merged({"repeat": 2}) for p in points[:1]], options)
+    assert more[0].state == "todo"
+    # --rerun runs everything.
+    assert [p.state for p in plan_sweep(pm, registry, points, SweepOptions(
+        output=options.output, cache_dir=options.cache_dir, rerun=True))] == ["todo"] * 3
+
+
+def test_ctrl_c_stops_the_sweep(toy_pm, tmp_path, monkeypatch):
+    pm, registry = toy_pm
+    options = _options(tmp_path)
+    points = apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 5}, {"width": 6}]}, {})
+    planned = plan_sweep(pm, registry, points, options)
+    import harness.sweep.runner as runner
+
+    real_execute = runner.execute
+    calls = []
+
+    def interrupted_second(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_execute(*args, **kwargs)
+
+    monkeypatch.setattr(runner, "execute", interrupted_second)
+    summary = run_sweep(pm, registry, "s", planned, options)
+    assert [r.status for r in summary.rows] == ["success", "interrupted", "not run"]
+    assert summary.exit_code == 130
+    monkeypatch.setattr(runner, "execute", real_execute)
+    assert [p.state for p in plan_sweep(pm, registry, points, options)] == ["done", "todo", "todo"]
+
+
+def test_unexpected_exception_is_isolated(toy_pm, tmp_path, monkeypatch):
+    pm, registry = toy_pm
+    options = _options(tmp_path)
+    planned = plan_sweep(pm, registry, apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 5}]}, {}),
+                         options)
+    import harness.sweep.runner as runner
+
+    real_execute = runner.execute
+
+    def broken_first(pm_, registry_, context, request, observer):
+        if context.config.params["width"] == 4:
+            raise RuntimeError("plugin bug")
+        return real_execute(pm_, registry_, context, request, observer)
+
+    monkeypatch.setattr(runner, "execute", broken_first)
+    summary = run_sweep(pm, registry, "s", planned, options)
+    assert [r.status for r in summary.rows] == ["failed", "success"]
+    assert summary.rows[0].reason.startswith("RuntimeError: plugin bug")
+
+
+def test_progress_estimate_and_observer_forwarding():
+    now = [100.0]
+    progress = SweepProgress(4, clock=lambda: now[0])
+    progress.start_run()
+    assert progress.headline("a") == "sweep: run 1 of 4 | elapsed 0:00 | estimate after the first run | a"
+    now[0] += 20
+    progress.end_run()
+    progress.start_run()
+    now[0] += 5
+    # one run took 20 s; 3 are left -> 60 s
+    assert progress.headline() == "sweep: run 2 of 4 | elapsed 0:25 | about 1:00 left"
+
+    class Recorder(RunObserver):
+        def __init__(self):
+            self.events = []
+
+        def stage(self, name, detail=""):
+            self.events.append(("stage", name))
+
+        def start_repeat(self, context, total_steps):
+            self.events.append(("start", total_steps))
+
+        def on_line(self, line):
+            self.events.append(("line", line))
+
+        def end_repeat(self):
+            self.events.append(("end",))
+
+    inner, emitted = Recorder(), []
+    observer = SweepObserver(inner, progress, emitted.append, "toy")
+
+    class Ctx:
+        repeat_index = 2
+
+    observer.stage("train")
+    observer.start_repeat(Ctx(), 10)
+    observer.on_line("x")
+    observer.end_repeat()
+    assert inner.events == [("stage", "train"), ("start", 10), ("line", "x"), ("end",)]
+    assert emitted == ["sweep: run 2 of 4 | elapsed 0:25 | about 1:00 left | toy, repeat 2"]

@@ -1,0 +1,106 @@
+"""Sweep matrices: TOML files and command-line lists expand to the right points."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import UserInputError
+from harness.sweep.spec import SweepPoint, SweepSpec, apply_cli_axes, load_sweep_file
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "s.toml"
+    path.write_text(text)
+    return path
+
+
+def test_cli_lists_multiply():
+    points = apply_cli_axes([], {"case": ["gpt3_125M"], "framework": ["pytorch", "paddle"],
+                                 "precision": ["fp32", "bf16"], "batch_size": [4, 8],
+                                 "nproc": [1, 2]}, {"scale": "smoke", "max_steps": 8})
+    assert len(points) == 2 * 2 * 2 * 2
+    assert {(p.framework, p.precision, p.batch_size, p.nproc) for p in points} == {
+        (f, pr, b, n) for f in ("pytorch", "paddle") for pr in ("fp32", "bf16")
+        for b in (4, 8) for n in (1, 2)}
+    assert all(p.scale == "smoke" and p.max_steps == 8 for p in points)
+
+
+def test_bundle_axis_keeps_values_coupled(tmp_path):
+    spec = load_sweep_file(_write(tmp_path, """
+[sweep]
+name = "t"
+vendor = "nvidia"
+[matrix]
+case = ["c"]
+nproc = [1, 8]
+column = [{ precision = "fp32", batch_size = 32 }, { precision = "fp16", batch_size = 64 }]
+"""))
+    points = spec.expand()
+    assert [(p.nproc, p.precision, p.batch_size) for p in points] == [
+        (1, "fp32", 32), (1, "fp16", 64), (8, "fp32", 32), (8, "fp16", 64)]
+    assert all(p.vendor == "nvidia" for p in points)
+
+
+def test_cli_list_replaces_a_field_inside_bundles(tmp_path):
+    spec = load_sweep_file(_write(tmp_path, """
+[matrix]
+case = ["c"]
+column = [{ precision = "fp32", batch_size = 32 }, { precision = "fp16", batch_size = 64 }]
+"""))
+    points = apply_cli_axes(spec.expand(), {"precision": ["bf16"], "nproc": [1, 2]}, {})
+    assert sorted((p.precision, p.batch_size, p.nproc) for p in points) == [
+        ("bf16", 32, 1), ("bf16", 32, 2), ("bf16", 64, 1), ("bf16", 64, 2)]
+    assert spec.name == "s"  # default name: the file's stem
+
+
+def test_groups_and_set_tables_merge(tmp_path):
+    spec = load_sweep_file(_write(tmp_path, """
+[sweep]
+set = { recompute = "none" }
+[[group]]
+name = "A"
+[group.matrix]
+case = ["x"]
+cfg = [{ label = "one", set = { sharding_stage = 2 } }, { label = "two", set = { recompute = "full" } }]
+[[group]]
+name = "B"
+nproc = 4
+[group.matrix]
+case = ["y", "z"]
+"""))
+    points = spec.expand()
+    assert [(p.group, p.case, p.label) for p in points] == [
+        ("A", "x", "one"), ("A", "x", "two"), ("B", "y", None), ("B", "z", None)]
+    assert points[0].set_pairs() == ["recompute=none", "sharding_stage=2"]
+    assert points[1].set_pairs() == ["recompute=full"]
+    assert points[2].nproc == 4
+
+
+def test_duplicates_are_dropped():
+    points = apply_cli_axes([SweepPoint(case="c"), SweepPoint(case="c")], {"nproc": [1, 1]}, {})
+    assert len(points) == 1
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[matrix]\ncase = 'c'\n", "must be a non-empty list"),
+    ("[matrix]\nbogus = [1, 2]\n", "must be tables of fields"),
+    ("[matrix]\ncolumn = [{ precisoin = 'fp32' }]\n", "unknown field(s) precisoin"),
+    ("[matrix]\nprecision = ['fp8']\n", "invalid 'precision'"),
+    ("[matrix]\nnproc = [0]\n", "invalid 'nproc'"),
+    ("[sweeps]\n", "unknown top-level table"),
+    ("[[group]]\n[group.matrix]\ncase=['c']\n", "needs a name"),
+    ("[matrix\n", "not valid TOML"),
+])
+def test_bad_files_give_clear_errors(tmp_path, text, message):
+    with pytest.raises(UserInputError, match=None) as info:
+        load_sweep_file(_write(tmp_path, text)).expand()
+    assert message in str(info.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(UserInputError, match="does not exist"):
+        load_sweep_file(tmp_path / "nope.toml")
+
+
+def test_empty_spec_expands_to_one_blank_point():
+    assert SweepSpec().expand() == [SweepPoint()]

@@ -1,0 +1,111 @@
+"""harness compare: ratios and noise verdicts checked against numbers computed by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from harness.cli.main import main
+from harness.compare import NOISE_SIGMAS, Side, compare_sides
+from harness.report.data import load_runs
+from tests.harness.report.factory import make_result, record
+
+
+@pytest.fixture
+def two_sets(tmp_path):
+    """Two result sets (folders) of the same matrix, recorded at different times."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    # fp32 bs8 x1: A repeats 100, 102, 98 (median 100, CV 2/100); B 90, 91, 89 (median 90, CV 1/90)
+    record(a, make_result("a1", value=100.0, repeats=[100.0, 102.0, 98.0]))
+    record(b, make_result("b1", value=90.0, repeats=[90.0, 91.0, 89.0], minutes=60))
+    # fp32 bs8 x2: one repeat each, step-time CV 1% each; B is 10% faster
+    record(a, make_result("a2", value=180.0, nproc=2, step_cv=0.01))
+    record(b, make_result("b2", value=198.0, nproc=2, step_cv=0.01, minutes=60))
+    # fp32 bs4 x1: 3% apart, but each run's steps vary 5%: within noise
+    record(a, make_result("a3", value=100.0, batch=4, step_cv=0.05))
+    record(b, make_result("b3", value=103.0, batch=4, step_cv=0.05, minutes=60))
+    # in one set only
+    record(a, make_result("a4", value=150.0, precision="bf16"))
+    record(b, make_result("b4", value=160.0, precision="bf16", batch=16, minutes=60))
+    return a, b
+
+
+def _pairs_by_run(comparison):
+    return {p.a.run_id: p for p in comparison.pairs}
+
+
+def test_ratios_and_noise_match_hand_computed_values(two_sets):
+    a, b = two_sets
+    comparison = compare_sides(Side("a", load_runs(a)), Side("b", load_runs(b)))
+    pairs = _pairs_by_run(comparison)
+    assert set(pairs) == {"a1", "a2", "a3"}
+    assert [r.result.run_id for r in comparison.only_a] == ["a4"]
+    assert [r.result.run_id for r in comparison.only_b] == ["b4"]
+
+    p1 = pairs["a1"]
+    assert p1.b.run_id == "b1"
+    assert p1.ratio == pytest.approx(0.9)
+    assert p1.slower_pct == pytest.approx(10.0)
+    assert p1.noise_a.source == "repeats" and p1.noise_a.cv == pytest.approx(0.02)
+    assert p1.noise_b.cv == pytest.approx(1 / 90)
+    assert p1.noise == pytest.approx(math.sqrt(0.02 ** 2 + (1 / 90) ** 2))  # 0.02288
+    assert p1.beyond_noise is True  # 10% > 2 x 2.29%
+
+    p2 = pairs["a2"]
+    assert p2.ratio == pytest.approx(1.1) and p2.slower_pct == pytest.approx(-10.0)
+    assert p2.noise_a.source == "steps"
+    assert p2.noise == pytest.approx(math.sqrt(2) * 0.01)
+    assert p2.beyond_noise is True
+
+    p3 = pairs["a3"]
+    assert p3.ratio == pytest.approx(1.03)
+    assert NOISE_SIGMAS * p3.noise == pytest.approx(2 * math.sqrt(2) * 0.05)  # 14.1%
+    assert p3.beyond_noise is False
+
+
+def test_cli_json_and_fail_if_slower(two_sets, capsys):
+    a, b = two_sets
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    ratios = {p["run_a"]: p["ratio"] for p in data["pairs"]}
+    assert ratios == pytest.approx({"a1": 0.9, "a2": 1.1, "a3": 1.03})
+    assert data["only_a"] == ["a4"] and data["only_b"] == ["b4"]
+
+    # a1 -> b1 is 10% slower: a 5% gate fails, a 12% gate passes
+    assert main(["compare", str(a), str(b), "--fail-if-slower", "5"]) == 1
+    err = capsys.readouterr().err
+    assert "10.0% slower > 5%" in err
+    assert main(["compare", str(a), str(b), "--fail-if-slower", "12"]) == 0
+
+
+def test_two_frameworks_in_one_results_folder(tmp_path, capsys):
+    record(tmp_path, make_result("pt", value=100.0, framework="pytorch"))
+    record(tmp_path, make_result("pd", value=80.0, framework="paddle"))
+    record(tmp_path, make_result("pt2", value=50.0, framework="pytorch", batch=2))
+    assert main(["compare", "--frameworks", "pytorch,paddle", "--output", str(tmp_path), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    [pair] = data["pairs"]
+    assert (pair["framework_a"], pair["framework_b"]) == ("pytorch", "paddle")
+    assert pair["ratio"] == pytest.approx(0.8) and pair["change_pct"] == pytest.approx(-20.0)
+    assert data["only_a"] == ["pt2"]
+
+
+def test_two_runs_by_id_and_bad_input(tmp_path, capsys):
+    record(tmp_path, make_result("run-one", value=200.0))
+    record(tmp_path, make_result("run-two", value=150.0, batch=16))
+    assert main(["compare", "run-one", "run-two", "--output", str(tmp_path), "--json"]) == 0
+    [pair] = json.loads(capsys.readouterr().out)["pairs"]
+    assert pair["ratio"] == pytest.approx(0.75)
+    assert main(["compare", "run-one", "nope", "--output", str(tmp_path)]) == 2
+    assert "neither a results folder nor a single run id" in capsys.readouterr().err
+    assert main(["compare", "--frameworks", "pytorch", "--output", str(tmp_path)]) == 2
+    assert main(["compare", "--output", str(tmp_path)]) == 2
+
+
+def test_failed_run_cannot_be_compared(tmp_path, capsys):
+    record(tmp_path, make_result("good", value=100.0))
+    record(tmp_path, make_result("bad", value=None, status="failed", batch=2))
+    assert main(["compare", "good", "bad", "--output", str(tmp_path)]) == 2
+    assert "did not succeed" in capsys.readouterr().err
