@@ -99,7 +99,7 @@ def _case_spec(registry: Registry, name: str, unit: str) -> CaseSpec:
 
 
 def _step_time(streamed: StreamedLog, skip: int) -> StepTimeStats | None:
-    times = list(streamed.summary.step_time)
+    times = streamed.summary.step_time  # array('d'): slices stay compact
     if not times:
         return None
     kept = times[skip:] if len(times) > skip else times[-1:]

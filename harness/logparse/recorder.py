@@ -74,18 +74,20 @@ class RecordingParser(LogParser):
     ``gpus`` (devices of the job: per-device throughput is scaled to the job's total),
     ``batch_size`` (per-device batch size), ``seq_len`` (tokens per sample),
     ``keep_steps`` (False: do not keep the step list, for streaming very large logs; the
-    steps are still returned by ``feed``).
+    steps are still returned by ``feed``), ``step_sink`` (with ``keep_steps=False``: a
+    callable taking the StepRecord fields, called instead of building and returning records).
     """
 
     format_name = ""
     default_unit: str | None = None
 
     def __init__(self, gpus: int | None = None, batch_size: int | None = None,
-                 seq_len: int | None = None, keep_steps: bool = True, **_: Any):
+                 seq_len: int | None = None, keep_steps: bool = True, step_sink=None, **_: Any):
         self.gpus = gpus
         self.batch_size = batch_size
         self.seq_len = seq_len
         self.keep_steps = keep_steps
+        self.step_sink = None if keep_steps else step_sink
         self.steps: list[StepRecord] = []
         self.step_count = 0
         self.errors: list[str] = []
@@ -109,13 +111,17 @@ class RecordingParser(LogParser):
         self.scope = PER_DEVICE
         return per_device
 
-    def record(self, step: int | None = None, **fields: Any) -> StepRecord:
+    def record(self, step: int | None = None, **fields: Any) -> StepRecord | None:
+        """Count one step; returns it, or None when it went to the streaming ``step_sink``."""
         self.step_count += 1
         loss = fields.get("loss")
         if loss is not None:
             self.last_loss = loss
             if not math.isfinite(loss):
                 self.error(f"non-finite loss {loss} at step {step if step is not None else self.step_count}")
+        if self.step_sink is not None:
+            self.step_sink(self.step_count if step is None else step, **fields)
+            return None
         rec = StepRecord(step=self.step_count if step is None else step, **fields)
         if self.keep_steps:
             self.steps.append(rec)

@@ -58,22 +58,30 @@ class StepSummary:
     memory_bytes: int | None = None
 
     def add(self, step: StepRecord) -> None:
+        self.add_values(step.step, step.step_time_s, step.throughput, step.samples, step.loss,
+                        step.learning_rate, step.memory_bytes)
+
+    def add_values(self, step: int, step_time_s: float | None = None, throughput: float | None = None,
+                   samples: int | None = None, loss: float | None = None,
+                   learning_rate: float | None = None, memory_bytes: int | None = None) -> None:
+        """The fields of one StepRecord; parsers given this as ``step_sink`` call it directly,
+        which spares building a model object per step in multi-gigabyte logs."""
         self.count += 1
         if self.first_step is None:
-            self.first_step = step.step
-        self.last_step = step.step
-        if step.throughput is not None and math.isfinite(step.throughput):
-            self.throughput.append(step.throughput)
-        if step.step_time_s is not None:
-            self.step_time.append(step.step_time_s)
-        if step.loss is not None:
-            self.loss.add(step.step, step.loss)
-        if step.learning_rate is not None:
-            self.learning_rate.add(step.step, step.learning_rate)
-        if step.samples is not None:
-            self.samples = step.samples
-        if step.memory_bytes is not None:
-            self.memory_bytes = max(self.memory_bytes or 0, step.memory_bytes)
+            self.first_step = step
+        self.last_step = step
+        if throughput is not None and math.isfinite(throughput):
+            self.throughput.append(throughput)
+        if step_time_s is not None:
+            self.step_time.append(step_time_s)
+        if loss is not None:
+            self.loss.add(step, loss)
+        if learning_rate is not None:
+            self.learning_rate.add(step, learning_rate)
+        if samples is not None:
+            self.samples = samples
+        if memory_bytes is not None:
+            self.memory_bytes = max(self.memory_bytes or 0, memory_bytes)
 
 
 @dataclass
@@ -111,8 +119,10 @@ def stream_log(path: Path, fmt: LogFormat, **hints) -> StreamedLog:
     Newlines are universal (``\r`` ends a line too, so tqdm redraws become lines of their
     own); undecodable bytes are replaced; the file's sha256 is computed in the same pass.
     """
-    parser: LogParser = fmt.new_parser(keep_steps=False, **hints)
     summary = StepSummary()
+    # Parsers that know the ``step_sink`` hint report steps through it (and return None from
+    # feed); others ignore it and return StepRecords. Either way each step is counted once.
+    parser: LogParser = fmt.new_parser(keep_steps=False, step_sink=summary.add_values, **hints)
     add = summary.add
     feed = parser.feed
     detect = fmt.detect

@@ -16,17 +16,24 @@ from harness.models import ParsedLog, StepRecord
 
 _ITERATION = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 # Each field is "name: value |". Every field is looked up by its own name and its value read
-# only up to the next bar or blank, so a field inserted between two known ones (newer
-# Megatron's "throughput per GPU (TFLOP/s/GPU)" before "learning rate") cannot shift what
-# we read. One targeted search per field is also several times faster than splitting the
-# whole line, which matters for multi-gigabyte logs.
-_VALUE = r"\s*:\s*([^|\s]+)"
-_ELAPSED = re.compile(r"elapsed time per iteration \(ms\)" + _VALUE)
-_GLOBAL_BATCH = re.compile(r"global batch size" + _VALUE)
-_LM_LOSS = re.compile(r"\| lm loss" + _VALUE)
-_LEARNING_RATE = re.compile(r"\| learning rate" + _VALUE)
-_TFLOPS = re.compile(r"\(TFLOP/s/GPU\)" + _VALUE)
-_NAN_ITERATIONS = re.compile(r"number of nan iterations" + _VALUE)
+# only up to the next bar, so a field inserted between two known ones (newer Megatron's
+# "throughput per GPU (TFLOP/s/GPU)" before "learning rate") cannot shift what we read.
+# Plain substring searches instead of regexes: multi-gigabyte logs are mostly these lines.
+_ELAPSED = "elapsed time per iteration (ms):"
+_GLOBAL_BATCH = "global batch size:"
+_LM_LOSS = "| lm loss:"
+_LEARNING_RATE = "| learning rate:"
+_TFLOPS = "(TFLOP/s/GPU):"
+_NAN_ITERATIONS = "number of nan iterations:"
+_NO_NAN_ITERATIONS = "number of nan iterations:   0 |"  # Megatron's "{:3d}": the usual case
+# Fast path for the field order Megatron (and train_gpt.py) print; anything else falls back
+# to the per-field lookups above.
+_STANDARD = re.compile(
+    r"iteration\s+(\d+)\s*/\s*(\d+) \| consumed samples:\s*\d+ \| "
+    r"elapsed time per iteration \(ms\): ([^|]+)\|"
+    r"(?: throughput per GPU \(TFLOP/s/GPU\): ([^|]+)\|)?"
+    r" learning rate: ([^|]+)\| global batch size: ([^|]+)\| lm loss: ([^|]+)\|"
+)
 _PEAK_MEMORY = re.compile(r"peak memory \(MB\):\s*([\d.]+)")
 _MAX_ALLOCATED = re.compile(r"max allocated:\s*([\d.]+)")
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\)|^\w*Error: |CUDA out of memory")
@@ -39,15 +46,26 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _search_number(pattern: re.Pattern, line: str) -> float | None:
-    match = pattern.search(line)
-    return _number(match.group(1)) if match else None
+def _search_number(key: str, line: str) -> float | None:
+    """The number after ``key`` up to the next ``|`` (None if absent or not a number)."""
+    start = line.find(key)
+    if start < 0:
+        return None
+    start += len(key)
+    end = line.find("|", start)
+    try:
+        return float(line[start:end] if end >= 0 else line[start:])
+    except ValueError:
+        return None
 
 
 class MegatronParser(LogParser):
-    def __init__(self, seq_len: int | None = None, keep_steps: bool = True):
+    def __init__(self, seq_len: int | None = None, keep_steps: bool = True, step_sink=None):
         self.seq_len = seq_len
         self.keep_steps = keep_steps
+        # Streaming readers of huge logs pass a callable taking the StepRecord fields; steps
+        # then go to it instead of being built and returned (see harness.logparse.summary).
+        self.step_sink = None if keep_steps else step_sink
         self.steps: list[StepRecord] = []
         self.errors: list[str] = []
         self.peak_mb: float | None = None
@@ -60,42 +78,51 @@ class MegatronParser(LogParser):
             match = _PEAK_MEMORY.search(line) or _MAX_ALLOCATED.search(line)
             if match:
                 self.peak_mb = max(self.peak_mb or 0.0, float(match.group(1)))
-        elif _TRACEBACK.search(line):
+        elif ("Traceback" in line or "Error" in line or "out of memory" in line) and _TRACEBACK.search(line):
             self.errors.append(line.strip()[:300])
         return None
 
     def _iteration(self, line: str) -> StepRecord | None:
-        head = _ITERATION.search(line)
-        if not head:
-            return None
-        elapsed_ms = _search_number(_ELAPSED, line)
-        batch = _search_number(_GLOBAL_BATCH, line)
-        loss = _search_number(_LM_LOSS, line)
-        self.meta["max_steps"] = int(head.group(2))
+        standard = _STANDARD.search(line)
+        if standard:
+            # The usual field order (old or new layout): one regex reads every field.
+            step, total, elapsed, tflops, lr, batch, loss = standard.groups()
+            try:
+                elapsed_ms, batch, loss, learning_rate = float(elapsed), float(batch), float(loss), float(lr)
+            except ValueError:
+                elapsed_ms, batch, loss, learning_rate = _number(elapsed), _number(batch), _number(loss), _number(lr)
+            tflops = _number(tflops) if tflops else None
+        else:
+            head = _ITERATION.search(line)
+            if not head:
+                return None
+            step, total = head.groups()
+            elapsed_ms = _search_number(_ELAPSED, line)
+            batch = _search_number(_GLOBAL_BATCH, line)
+            loss = _search_number(_LM_LOSS, line)
+            learning_rate = _search_number(_LEARNING_RATE, line)
+            tflops = _search_number(_TFLOPS, line) if "TFLOP/s/GPU" in line else None
+        self.meta["max_steps"] = int(total)
         if batch is not None:
             self.meta["global_batch_size"] = int(batch)
+        if tflops is not None:
+            self.meta["tflops_per_gpu"] = tflops
         if loss is not None and not math.isfinite(loss):
-            self.errors.append(f"non-finite loss at iteration {head.group(1)}: {loss}")
-        if "nan iterations" in line:
-            nan_iters = _search_number(_NAN_ITERATIONS, line)
-            if nan_iters:
-                self.errors.append(f"{int(nan_iters)} nan iterations by iteration {head.group(1)}")
-        if "TFLOP/s/GPU" in line:
-            tflops = _search_number(_TFLOPS, line)
-            if tflops is not None:
-                self.meta["tflops_per_gpu"] = tflops
+            self.errors.append(f"non-finite loss at iteration {step}: {loss}")
+        nan_iters = None if _NO_NAN_ITERATIONS in line else _search_number(_NAN_ITERATIONS, line)
+        if nan_iters:
+            self.errors.append(f"{int(nan_iters)} nan iterations by iteration {step}")
         throughput = None
         if elapsed_ms and batch:
             per_second = batch / (elapsed_ms / 1000.0)
             throughput = per_second * self.seq_len if self.seq_len else per_second
-        record = StepRecord(
-            step=int(head.group(1)),
-            step_time_s=elapsed_ms / 1000.0 if elapsed_ms is not None else None,
-            throughput=throughput,
-            samples=int(batch) if batch is not None else None,
-            loss=loss,
-            learning_rate=_search_number(_LEARNING_RATE, line),
-        )
+        fields = (int(step), elapsed_ms / 1000.0 if elapsed_ms is not None else None, throughput,
+                  int(batch) if batch is not None else None, loss, learning_rate)
+        if self.step_sink is not None:
+            self.step_sink(*fields)
+            return None
+        record = StepRecord(step=fields[0], step_time_s=fields[1], throughput=fields[2],
+                            samples=fields[3], loss=fields[4], learning_rate=fields[5])
         if self.keep_steps:
             self.steps.append(record)
         return record
@@ -121,6 +148,6 @@ class MegatronFormat(LogFormat):
     def detect(self, line: str) -> bool:
         return bool(_ITERATION.search(line)) and "elapsed time per iteration" in line
 
-    def new_parser(self, seq_len: int | None = None, keep_steps: bool = True,
+    def new_parser(self, seq_len: int | None = None, keep_steps: bool = True, step_sink=None,
                    **_: Any) -> MegatronParser:
-        return MegatronParser(seq_len=seq_len, keep_steps=keep_steps)
+        return MegatronParser(seq_len=seq_len, keep_steps=keep_steps, step_sink=step_sink)

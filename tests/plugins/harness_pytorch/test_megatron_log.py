@@ -55,3 +55,17 @@ def test_detection():
     assert fmt.detect(OLD) and fmt.detect(NEW)
     assert not fmt.detect(MEMORY)
     assert not fmt.detect("iteration 10 done\n")
+
+
+def test_streaming_sink_sees_the_same_steps_as_feed(tmp_path):
+    from harness.logparse.summary import StepSummary, stream_log
+
+    path = tmp_path / "train.log"
+    path.write_text((OLD + "noise\n" + NEW) * 3)
+    streamed = stream_log(path, MegatronFormat(), seq_len=1024)
+    direct = StepSummary()
+    for step in MegatronFormat().parse_file(path, seq_len=1024).steps:
+        direct.add(step)
+    assert streamed.summary.count == direct.count == 6
+    assert list(streamed.summary.throughput) == list(direct.throughput)
+    assert streamed.summary.loss.points == direct.loss.points
