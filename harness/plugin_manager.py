@@ -21,6 +21,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness_paddle.log_formats_plugin",
     "harness_mxnet.log_formats_plugin",
     "harness_paddle.plugin",
+    "harness_mxnet.plugin",
     "harness_megatron.plugin",
     "harness_cpu.plugin",
     "harness_nvidia.plugin",

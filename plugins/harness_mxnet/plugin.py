@@ -1,0 +1,97 @@
+"""MXNet framework plugin: ResNet-50 and MobileNetV1 with Gluon in an isolated environment.
+
+MXNet 1.9.1 needs ``numpy<1.24``, so it can never share an environment with Paddle 3 or
+current PyTorch: ``harness.envs`` builds it its own. One process drives all devices of a
+node through a kvstore (``device`` on GPUs, ``local`` on CPUs).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from harness import hookimpl
+from harness.envs import EnvSpec
+from harness.envs.prepare import current_env, isolated_env
+from harness.errors import UnavailableError
+from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
+from harness.models.context import RunContext
+
+FRAMEWORK = "mxnet"
+SCRIPTS = Path(__file__).parent / "scripts"
+TRAIN_SCRIPTS = {"resnet50": SCRIPTS / "train_cnn.py", "mobilenet_v1": SCRIPTS / "train_cnn.py"}
+MXNET_VERSION = "1.9.1"
+_NUMPY = "numpy<1.24"  # MXNet 1.9 uses numpy aliases (np.bool, ...) removed in numpy 1.24
+REQUIREMENTS = {
+    "cpu": EnvSpec(name="mxnet-cpu", requirements=(f"mxnet=={MXNET_VERSION}", _NUMPY)),
+    "nvidia": EnvSpec(name="mxnet-cu112", requirements=(f"mxnet-cu112=={MXNET_VERSION}", _NUMPY)),
+}
+
+
+@hookimpl
+def register_frameworks(register) -> None:
+    register(FrameworkSpec(
+        name=FRAMEWORK,
+        description=f"MXNet {MXNET_VERSION} Gluon, one process per node with a kvstore",
+        models=frozenset(TRAIN_SCRIPTS),
+        log_format="gluoncv",
+    ))
+
+
+def requirement_spec(vendor: str) -> EnvSpec:
+    try:
+        return REQUIREMENTS[vendor]
+    except KeyError:
+        raise UnavailableError(
+            f"the MXNet plugin has no MXNet build for vendor {vendor!r} (it knows "
+            f"{', '.join(sorted(REQUIREMENTS))}); install the vendor's MXNet build and run with "
+            "--env current"
+        ) from None
+
+
+@hookimpl
+def prepare_env(context: RunContext) -> ExecutionEnv | None:
+    if context.framework != FRAMEWORK:
+        return None
+    if context.env_mode == "current":
+        package = "mxnet-cu112" if context.devices.kind == "gpu" else "mxnet"
+        return current_env(context, package, ("numpy",))
+    spec = requirement_spec(context.vendor)
+    return isolated_env(context, spec, spec.requirements[0].split("==")[0])
+
+
+@hookimpl
+def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
+    if context.framework != FRAMEWORK:
+        return None
+    from harness_cases.readers import READERS_DIR
+
+    settings = context.config.settings
+    if settings.nnodes > 1:
+        raise UnavailableError("the MXNet plugin trains on one node (kvstore device/local); "
+                               "multi-node dist_sync needs a parameter-server launch it does not do")
+    model = context.case.model
+    argv = [env.python, str(TRAIN_SCRIPTS[model]), "--config", str(context.run_dir / "config.json"),
+            "--data", dataset.path, "--model", model]
+    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(READERS_DIR)])}
+    if context.devices.kind == "cpu":
+        # One process drives every CPU "device" of the run: it gets all the cores.
+        from harness_cpu.plugin import usable_cores
+
+        variables["OMP_NUM_THREADS"] = str(usable_cores())
+    return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=1,
+                      log_format="gluoncv", description=f"mxnet {env.framework_version}, "
+                      f"one process over {settings.nproc} device(s)")
+
+
+@hookimpl
+def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
+    if context.framework != FRAMEWORK:
+        return None
+    from harness_mxnet.log_formats import GluonCVFormat
+
+    parsed = GluonCVFormat().parse_file(log_path, gpus=context.config.settings.world_size,
+                                        batch_size=context.config.settings.micro_batch_size)
+    # gluon-cv numbers batches from 0 within the run's first epoch; optimizer steps from 1.
+    parsed.steps = [step.model_copy(update={"step": step.step + 1}) for step in parsed.steps]
+    return parsed

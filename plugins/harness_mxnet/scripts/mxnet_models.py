@@ -1,0 +1,59 @@
+"""The CNNs of the harness image cases, from ``mxnet.gluon.model_zoo.vision``.
+
+``mobilenet_v1`` is the zoo's ``mobilenet1.0``. ``resnet50`` is the zoo's ``ResNetV1``
+network with a ResNet-50 v1.5 bottleneck: the zoo's own ``resnet50_v1`` is the original v1
+(stride 2 in the first 1x1 convolution, biases on the 1x1 convolutions), which has 18,880
+more parameters and about 10% fewer FLOPs than the v1.5 model that PaddleClas, NGC and the
+other harness frameworks train; the case must be the same network everywhere.
+"""
+
+from __future__ import annotations
+
+from mxnet.gluon import nn
+from mxnet.gluon.block import HybridBlock
+from mxnet.gluon.model_zoo import vision
+from mxnet.gluon.model_zoo.vision.resnet import ResNetV1
+
+
+class BottleneckV15(HybridBlock):
+    """ResNet v1.5 bottleneck: 1x1 -> 3x3 (stride here) -> 1x1, no convolution biases."""
+
+    def __init__(self, channels, stride, downsample=False, in_channels=0, **kwargs):
+        super().__init__(**kwargs)
+        mid = channels // 4
+        self.body = nn.HybridSequential(prefix="")
+        self.body.add(nn.Conv2D(mid, kernel_size=1, strides=1, use_bias=False))
+        self.body.add(nn.BatchNorm())
+        self.body.add(nn.Activation("relu"))
+        self.body.add(nn.Conv2D(mid, kernel_size=3, strides=stride, padding=1, use_bias=False))
+        self.body.add(nn.BatchNorm())
+        self.body.add(nn.Activation("relu"))
+        self.body.add(nn.Conv2D(channels, kernel_size=1, strides=1, use_bias=False))
+        self.body.add(nn.BatchNorm())
+        if downsample:
+            self.downsample = nn.HybridSequential(prefix="")
+            self.downsample.add(nn.Conv2D(channels, kernel_size=1, strides=stride, use_bias=False,
+                                          in_channels=in_channels))
+            self.downsample.add(nn.BatchNorm())
+        else:
+            self.downsample = None
+
+    def hybrid_forward(self, F, x):
+        residual = x
+        x = self.body(x)
+        if self.downsample is not None:
+            residual = self.downsample(residual)
+        return F.Activation(x + residual, act_type="relu")
+
+
+def build_model(name: str, num_classes: int, width: float = 1.0):
+    if name == "mobilenet_v1":
+        return vision.MobileNet(multiplier=width, classes=num_classes)
+    if name == "resnet50":
+        return ResNetV1(BottleneckV15, [3, 4, 6, 3], [64, 256, 512, 1024, 2048], classes=num_classes)
+    raise ValueError(f"unknown model {name!r}; the MXNet plugin trains resnet50 and mobilenet_v1")
+
+
+def trainable_parameters(net) -> int:
+    """Parameters the trainer updates (BatchNorm running statistics are not counted)."""
+    return sum(int(p.data().size) for p in net.collect_params().values() if p.grad_req != "null")

@@ -1,0 +1,182 @@
+"""Image classification training with MXNet Gluon (ResNet-50 v1.5, MobileNetV1).
+
+One process drives every device of the run: the batch is split across the contexts and a
+kvstore sums the gradients (``device`` on GPUs, ``local`` on CPUs). gluon Trainer with SGD
+momentum (multi-precision master weights for fp16). Prints gluon-cv ``train_imagenet.py``
+lines (``Speed`` is the whole process, i.e. all its devices)::
+
+    Epoch[0] Batch [9]\tSpeed: 123.45 samples/sec\taccuracy=0.100000\tloss=2.300000\tlr=0.100000
+    [Epoch 0] training: accuracy=0.100000
+    [Epoch 0] speed: 123 samples/sec\ttime cost: 12.345678
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import time
+
+import mxnet as mx
+import numpy as np
+from mxnet import autograd, gluon
+
+from image_records import ImageRecords
+from mxnet_models import build_model, trainable_parameters
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def fail(msg: str) -> None:
+    log(f"error: {msg}")
+    sys.exit(2)
+
+
+class RecordDataset(gluon.data.Dataset):
+    def __init__(self, folder: str, seed: int):
+        self.records = ImageRecords(folder, seed)
+
+    def __len__(self):
+        return len(self.records)
+
+    def __getitem__(self, index):
+        image, label = self.records.sample(index)
+        return image, np.float32(label)
+
+
+def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
+    """Linear warm-up, then cosine decay to zero at ``total``."""
+    if warmup > 0 and step <= warmup:
+        return peak * step / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.5 * peak * (1.0 + math.cos(math.pi * progress))
+
+
+def contexts(count: int):
+    gpus = mx.context.num_gpus()
+    if gpus:
+        if count > gpus:
+            fail(f"{count} devices requested, {gpus} GPUs visible")
+        return [mx.gpu(i) for i in range(count)], "gpu"
+    return [mx.cpu(i) for i in range(count)], "cpu"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config", required=True, help="resolved config JSON written by harness")
+    parser.add_argument("--data", required=True, help="folder of the uint8 image records")
+    parser.add_argument("--model", required=True, choices=["resnet50", "mobilenet_v1"])
+    args = parser.parse_args()
+    with open(args.config, encoding="utf-8") as handle:
+        cfg = json.load(handle)
+    s, p = cfg["settings"], cfg["params"]
+    if s["nnodes"] > 1:
+        fail("multi-node MXNet training needs a parameter-server launch (dist_sync); not supported")
+    mx.random.seed(s["seed"])
+    np.random.seed(s["seed"])
+    ctx, device = contexts(s["nproc"])
+    precision = s["precision"]
+    if precision == "bf16":
+        fail("bf16 training is not supported by MXNet 1.9 Gluon Trainer; use fp32 or fp16")
+    if precision == "fp16" and device == "cpu":
+        fail("fp16 training needs a GPU; on the CPU use --precision fp32")
+    if p.get("channels_last"):
+        fail("channels_last is not supported for the gluon model zoo networks; use --set channels_last=false")
+    dtype = "float16" if precision == "fp16" else "float32"
+
+    net = build_model(args.model, p["num_classes"], p["width_multiplier"])
+    net.initialize(mx.init.MSRAPrelu(), ctx=ctx)
+    if dtype == "float16":
+        net.cast("float16")
+    net.hybridize(static_alloc=True, static_shape=True)
+    size = p["image_size"]
+    net(mx.nd.zeros((1, 3, size, size), ctx=ctx[0], dtype=dtype))  # materialise deferred shapes
+    n_params = trainable_parameters(net)
+    kvstore = "device" if device == "gpu" else "local"
+    trainer = gluon.Trainer(net.collect_params(), "sgd",
+                            {"learning_rate": p["learning_rate"], "momentum": p["momentum"],
+                             "wd": p["weight_decay"], "multi_precision": dtype == "float16"},
+                            kvstore=kvstore)
+    loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+
+    mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
+    per_step = mbs * len(ctx)  # one micro-batch of mbs per device
+    dataset = RecordDataset(args.data, s["seed"])
+    if dataset.records.image_size != size or dataset.records.num_classes != p["num_classes"]:
+        fail(f"{args.data} holds {dataset.records.image_size}px images of {dataset.records.num_classes} "
+             f"classes; the case wants {size}px and {p['num_classes']}")
+    loader = gluon.data.DataLoader(dataset, batch_size=per_step, shuffle=True, last_batch="discard",
+                                   num_workers=4 if device == "gpu" else 0)
+    if accum > 1:
+        for param in net.collect_params().values():
+            if param.grad_req != "null":
+                param.grad_req = "add"  # gradients of the micro-batches add up until the step
+    max_steps = s["max_steps"]
+    steps_per_epoch = max(1, len(loader) // accum)
+    log(f"> {args.model}: {n_params:,} trainable parameters, {size}x{size} images, "
+        f"{p['num_classes']} classes, {len(dataset)} training images")
+    log(f"> training: kvstore {kvstore} over {len(ctx)} x {device}, precision {precision}, micro batch "
+        f"{mbs} per device, grad accum {accum}, global batch {per_step * accum}, mxnet {mx.__version__}")
+
+    # gluon-cv's running metrics since the start of the epoch: accuracy and the mean loss.
+    accuracy, mean_loss = mx.metric.Accuracy(), mx.metric.Loss()
+    interval = max(1, int(p.get("log_interval", 1)))
+    step = 0
+    epoch = 0
+    finished = False
+    while not finished:
+        accuracy.reset()
+        mean_loss.reset()
+        epoch_start = tick = time.time()
+        epoch_samples = 0
+        batches = iter(loader)
+        for batch_index in range(steps_per_epoch):
+            step += 1
+            trainer.set_learning_rate(lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps))
+            for _micro in range(accum):
+                images, labels = next(batches)
+                xs = gluon.utils.split_and_load(images.astype(dtype), ctx_list=ctx, even_split=True)
+                ys = gluon.utils.split_and_load(labels, ctx_list=ctx, even_split=True)
+                with autograd.record():
+                    outputs = [net(x) for x in xs]
+                    losses = [loss_fn(out.astype("float32"), y) for out, y in zip(outputs, ys)]
+                autograd.backward(losses)
+                accuracy.update(ys, [out.astype("float32") for out in outputs])
+                mean_loss.update(None, losses)
+            trainer.step(per_step * accum)
+            if accum > 1:
+                net.collect_params().zero_grad()
+            mx.nd.waitall()  # the step is done on every device before it is timed
+            epoch_samples += per_step * accum
+            if step % interval == 0 or step == max_steps:
+                n = interval if step % interval == 0 else step % interval
+                speed = per_step * accum * n / (time.time() - tick)
+                values = [accuracy.get()[1], mean_loss.get()[1]]
+                fields = f"accuracy={values[0]:f}\tloss={values[1]:f}"
+                log(f"Epoch[{epoch}] Batch [{batch_index}]\tSpeed: {speed:f} samples/sec\t{fields}"
+                    f"\tlr={trainer.learning_rate:f}")
+                if not all(math.isfinite(v) for v in values):
+                    log(f"error: non-finite metric at step {step}: {fields}")
+                    return 1
+                tick = time.time()
+            if step >= max_steps:
+                finished = True
+                break
+        elapsed = time.time() - epoch_start
+        log(f"[Epoch {epoch}] training: accuracy={accuracy.get()[1]:f}")
+        log(f"[Epoch {epoch}] speed: {int(epoch_samples / elapsed)} samples/sec\ttime cost: {elapsed:f}")
+        epoch += 1
+    if device == "cpu":
+        log(f"> peak memory (MB): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} "
+            "(process max RSS)")
+    log("> training finished")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
