@@ -1,6 +1,6 @@
 """Streaming throughput of `harness parse` on a ~1 GB training log.
 
-Writes a Megatron-LM log of about ``--size-gb`` GB into a temporary folder (iteration
+Writes a Megatron-LM (or PaddleNLP) log of about ``--size-gb`` GB into a temporary folder (iteration
 lines in the new layout, each followed by the kind of noise real logs carry: a warning, a
 tqdm redraw with ``\\r``, a memory report every 100 iterations), times the real command
 ``harness parse LOG --json`` on it in a subprocess, reports wall time, MB/s, lines/s and
@@ -8,6 +8,7 @@ the peak resident memory of the parsing process, and deletes the folder.
 
     python benchmarks/bench_parse_stream.py            # ~1 GB, the figure in BENCHMARKS.md
     python benchmarks/bench_parse_stream.py --size-gb 0.1
+    python benchmarks/bench_parse_stream.py --format paddlenlp   # PaddleNLP 'global step' lines
 """
 
 from __future__ import annotations
@@ -36,11 +37,37 @@ NOISE = (
     "Iteration:  {pct:2d}%|####      | {step}/{total} [01:23<02:34,  1.38it/s]\r"
     "Iteration:  {pct:2d}%|####      | {step}/{total} [01:24<02:33,  1.38it/s]\n"
 )
+PADDLENLP = (
+    "[2024-05-01 10:{minute:02d}:{second:02d},000] [    INFO] - global step {step}, epoch: 0, batch: {step}, "
+    "loss: {loss:.9f}, avg_reader_cost: 0.00021 sec, avg_batch_cost: {cost:.5f} sec, speed: 1.25 step/s, "
+    "ips_total: {total:.0f} tokens/s, ips: {ips:.0f} tokens/s, learning rate: {lr:.5e}\n"
+    "[2024-05-01 10:{minute:02d}:{second:02d},001] [ WARNING] - fused_multi_transformer is slower than expected\n"
+)
 MEMORY = "[Rank 0] (after {step} iterations) memory (MB) | allocated: 12345.6 | max allocated: 23456.7 | reserved: 30000.0 | max reserved: 30000.0\n"
 
 
+def write_paddlenlp_log(path: Path, size_bytes: int) -> int:
+    """A PaddleNLP GPT log (global step lines, each with a warning); returns the step count."""
+    written = steps = 0
+    with open(path, "w", encoding="utf-8", buffering=1 << 22) as handle:
+        chunk: list[str] = []
+        while written < size_bytes:
+            steps += 1
+            cost = 0.8 + (steps * 7919) % 100 / 1000.0
+            text = PADDLENLP.format(minute=(steps // 60) % 60, second=steps % 60, step=steps,
+                                    loss=11.0 - steps / 1e7, cost=cost, total=16 * 2048 / cost,
+                                    ips=2048 / cost, lr=1e-4)
+            chunk.append(text)
+            written += len(text)
+            if len(chunk) >= 10_000:
+                handle.write("".join(chunk))
+                chunk.clear()
+        handle.write("".join(chunk))
+    return steps
+
+
 def write_log(path: Path, size_bytes: int) -> int:
-    """Write the log; returns the number of iteration lines."""
+    """Write the Megatron log; returns the number of iteration lines."""
     written = steps = 0
     total = 10_000_000
     with open(path, "w", encoding="utf-8", buffering=1 << 22) as handle:
@@ -68,17 +95,21 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size-gb", type=float, default=1.0, help="Size of the generated log (default 1).")
     parser.add_argument("--limit-s", type=float, default=15.0, help="Fail above this parse time (default 15).")
+    parser.add_argument("--format", choices=("megatron", "paddlenlp"), default="megatron",
+                        help="Layout of the generated log (default megatron).")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="harness-bench-parse-"))
     try:
-        log = folder / "megatron_gpt_1gb.log"
+        log = folder / f"{args.format}_gpt.log"
         started = time.perf_counter()
-        steps = write_log(log, int(args.size_gb * 1e9))
+        writer = write_log if args.format == "megatron" else write_paddlenlp_log
+        steps = writer(log, int(args.size_gb * 1e9))
         size = log.stat().st_size
         print(f"generated {size / 1e9:.2f} GB, {steps:,} iterations in {time.perf_counter() - started:.1f} s: {log}")
 
-        command = [sys.executable, "-m", "harness", "parse", str(log), "--seq-len", "2048", "--json"]
+        extra = ["--seq-len", "2048"] if args.format == "megatron" else []
+        command = [sys.executable, "-m", "harness", "parse", str(log), *extra, "--json"]
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         proc = subprocess.run(command, capture_output=True, text=True)
@@ -92,7 +123,8 @@ def main() -> int:
         ingest = document["result"]["device_metrics"]["ingest"]
         assert ingest["steps_parsed"] == steps, (ingest["steps_parsed"], steps)
         report = {
-            "command": "harness parse LOG --seq-len 2048 --json",
+            "command": " ".join(["harness parse LOG", *extra, "--json"]),
+            "format": document["result"]["config"]["params"]["log_format"],
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
             "log_bytes": size,

@@ -18,7 +18,10 @@ from harness import __version__
 from harness.errors import UserInputError
 from harness.logformat import LogFormat
 from harness.logparse.detect import detect_format
-from harness.logparse.methods import Aggregate, MethodOptions, aggregate, canonical_method, is_per_device
+from harness.logparse.methods import (
+    Aggregate, MethodOptions, aggregate, canonical_method, fast_cv, is_per_device,
+)
+from harness.metrics import percentile
 from harness.logparse.summary import StreamedLog, stream_log
 from harness.models import BenchmarkResult, CaseSpec, LegacyIndex, ResolvedConfig, RunSettings
 from harness.models.result import EnvironmentFingerprint, StepTimeStats, Throughput
@@ -103,13 +106,9 @@ def _step_time(streamed: StreamedLog, skip: int) -> StepTimeStats | None:
     if not times:
         return None
     kept = times[skip:] if len(times) > skip else times[-1:]
-    mean = statistics.fmean(kept)
-    from harness.metrics import percentile
-
-    stdev = statistics.stdev(kept) if len(kept) > 1 else 0.0
-    return StepTimeStats(n=len(kept), mean=mean, median=statistics.median(kept),
-                         p5=percentile(kept, 5), p95=percentile(kept, 95),
-                         cv=stdev / mean if mean > 0 else 0.0)
+    ordered = sorted(kept)
+    return StepTimeStats(n=len(kept), mean=statistics.fmean(kept), median=statistics.median(ordered),
+                         p5=percentile(ordered, 5), p95=percentile(ordered, 95), cv=fast_cv(kept))
 
 
 def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:

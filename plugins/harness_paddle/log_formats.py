@@ -29,25 +29,45 @@ and ``meta["throughput_scope"] == "per_device"``.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
 from harness.logformat import LogFormat
-from harness.logparse.recorder import RecordingParser, memory_bytes, normalise_unit, to_float
+from harness.logparse.recorder import RecordingParser, memory_bytes, normalise_unit, number_after, to_float
 from harness.models import StepRecord
 
 _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
 
 # --------------------------------------------------------------------------- shared fields
 
+# Detection only (called on few lines); parsing uses number_after(), a substring search plus
+# an anchored match, because unanchored regexes cost microseconds on every step line.
 _IPS = re.compile(r"\bips:\s*" + _NUM + r"\s*([A-Za-z]+/s(?:ec)?)?")
 _IPS_TOTAL = re.compile(r"\bips_total:\s*" + _NUM + r"\s*([A-Za-z]+/s(?:ec)?)?")
-_LOSS = re.compile(r"\bloss:\s*" + _NUM, re.IGNORECASE)
-_LR = re.compile(r"\b(?:learning rate|learning_rate|lr(?:\([A-Za-z]+\))?):\s*" + _NUM)
-_BATCH_COST = re.compile(r"\b(?:avg_)?batch_cost:\s*" + _NUM)
-_AVG_SAMPLES = re.compile(r"\bavg_samples:\s*" + _NUM)
-_MEMORY = re.compile(r"max_mem(?:ory)?_(?:allocated|reserved):\s*" + _NUM + r"\s*([KMG]i?B)?",
-                     re.IGNORECASE)
+_LR_KEYS = ("learning rate:", "learning_rate:", "lr:")
+_MEMORY_KEYS = ("max_memory_allocated:", "max_memory_reserved:", "max_mem_allocated:", "max_mem_reserved:")
+_MEMORY_UNIT = re.compile(r"\s*[\d.]+\s*([KMG]i?B)")
+
+
+def _learning_rate(line: str) -> float | None:
+    for key in _LR_KEYS:
+        value, _ = number_after(line, key)
+        if value is not None:
+            return value
+    start = line.find("lr(")  # PaddleClas: "lr(PiecewiseDecay): 0.10000000"
+    if start >= 0:
+        close = line.find("):", start)
+        if close >= 0:
+            return number_after(line[close:], "):")[0]
+    return None
+
+
+def _batch_cost(line: str) -> float | None:
+    value, _ = number_after(line, "avg_batch_cost:")
+    return value if value is not None else number_after(line, "batch_cost:")[0]
+
+
 # Paddle's launcher prints its configuration: the GPU count of the job follows from it.
 _LAUNCH_NNODES = re.compile(r"LAUNCH INFO .*\bnnodes:\s*(\d+)")
 _LAUNCH_DEVICES = re.compile(r"LAUNCH INFO .*\bdevices:\s*([\d,]+)\s*$")
@@ -84,9 +104,12 @@ class _PaddleParser(RecordingParser):
 
     def memory(self, line: str) -> None:
         if "max_mem" in line:
-            match = _MEMORY.search(line)
-            if match and to_float(match.group(1)) is not None:
-                self.note_memory(memory_bytes(float(match.group(1)), match.group(2)))
+            for key in _MEMORY_KEYS:
+                value, _ = number_after(line, key)
+                if value is not None:
+                    unit = _MEMORY_UNIT.match(line, line.find(key) + len(key))
+                    self.note_memory(memory_bytes(value, unit.group(1) if unit else None))
+                    return
 
     def finish(self):
         if self._devices:
@@ -97,7 +120,25 @@ class _PaddleParser(RecordingParser):
 # --------------------------------------------------------------------------- PaddleNLP
 
 _NLP_STEP = re.compile(r"\b(?:global|total|tobal) step[:\s]\s*(\d+)")
-_NLP_TRAIN_BATCH = re.compile(r"\[train\].*?\bbatch:\s*(\d+)")
+_NLP_STEP_KEYS = ("global step", "total step:", "tobal step:")
+
+
+# Fast path: the two layouts PaddleNLP actually prints, read by one anchored match.
+_NLP_FAST = re.compile(
+    r"(?:global step|total step:|tobal step:) (\d+), epoch: \d+, batch: \d+, loss: ([^,]+), "
+    r"avg_reader_cost: [^,]+ sec, avg_batch_cost: ([^,]+) sec, "
+    r"(?:avg_samples: ([^,]+), ips: ([^ ,]+) ([A-Za-z.]+/s(?:ec)?)"
+    r"|speed: [^,]+ step/s, ips_total: ([^ ,]+) ([A-Za-z.]+/s(?:ec)?), ips: [^,]+, learning rate: ([^ ,\n]+))"
+)
+
+
+def _nlp_step(line: str) -> int | None:
+    for key in _NLP_STEP_KEYS:
+        if key in line:
+            value, _ = number_after(line, key)
+            if value is not None:
+                return int(value)
+    return None
 
 
 def _is_nlp_step_line(line: str) -> bool:
@@ -108,41 +149,79 @@ class PaddleNLPParser(_PaddleParser):
     format_name = "paddlenlp"
     default_unit = "samples/s"
 
+    def __init__(self, **hints: Any):
+        super().__init__(**hints)
+        self._unit_text: str | None = None
+
     def feed(self, line: str) -> StepRecord | None:
         if _is_nlp_step_line(line):
-            step_match = _NLP_STEP.search(line)
-            if step_match or "[train]" in line:
-                record = self._step(line, step_match)
+            fast = self._fast(line)
+            if fast is not None:
+                return fast or None
+            step = _nlp_step(line)
+            if step is not None or "[train]" in line:
+                record = self._step(line, step)
                 if record is not None:
                     return record
         self.feed_common(line)
         return None
 
-    def _step(self, line: str, step_match: re.Match | None) -> StepRecord | None:
-        total = _IPS_TOTAL.search(line)
-        per_device = _IPS.search(line)
-        if total is None and per_device is None:
-            return None
-        if total is not None:
-            throughput = to_float(total.group(1))
-            unit_text = total.group(2)
+    def _fast(self, line: str):
+        """The step of a line in a standard layout (``False`` when it went to the sink), or None."""
+        for key in _NLP_STEP_KEYS:
+            start = line.find(key)
+            if start >= 0:
+                break
         else:
-            throughput = self.scaled(to_float(per_device.group(1)))
-            unit_text = per_device.group(2)
+            return None
+        match = _NLP_FAST.match(line, start)
+        if match is None:
+            return None
+        step, loss, cost, samples, ips, ips_unit, total, total_unit, lr = match.groups()
+        try:
+            if total is not None:
+                throughput, unit_text = float(total), total_unit
+                learning_rate = float(lr)
+            else:
+                throughput, unit_text = self.scaled(float(ips)), ips_unit
+                learning_rate = None
+                if "batch_size" not in self.meta:
+                    self.meta["batch_size"] = int(float(samples))
+            step_time, loss = float(cost), float(loss)
+        except ValueError:
+            return None
+        if unit_text != self._unit_text:
+            self._unit_text = unit_text
+            self.unit = normalise_unit(unit_text, self.unit)
+        if "max_mem" in line:
+            self.memory(line)
+        if self.step_sink is not None and math.isfinite(loss):
+            # The streaming hot path: straight to the sink (record() does the same, slower).
+            self.step_count += 1
+            self.last_loss = loss
+            self.step_sink(int(step), step_time, throughput, None, loss, learning_rate)
+            return False
+        return self.record(step=int(step), throughput=throughput, step_time_s=step_time, loss=loss,
+                           learning_rate=learning_rate) or False
+
+    def _step(self, line: str, step: int | None) -> StepRecord | None:
+        throughput, unit_text = number_after(line, "ips_total:")
+        if throughput is None:
+            per_device, unit_text = number_after(line, "ips:")
+            if per_device is None:
+                return None
+            throughput = self.scaled(per_device)
         self.unit = normalise_unit(unit_text, self.unit)
-        loss = _LOSS.search(line)
-        lr = _LR.search(line)
-        cost = _BATCH_COST.search(line)
-        samples = _AVG_SAMPLES.search(line)
+        samples, _ = number_after(line, "avg_samples:")
         self.memory(line)
-        if samples is not None:
-            self.meta.setdefault("batch_size", int(float(samples.group(1))))
+        if samples is not None and "batch_size" not in self.meta:
+            self.meta["batch_size"] = int(samples)
         return self.record(
-            step=int(step_match.group(1)) if step_match else None,
+            step=step,
             throughput=throughput,
-            step_time_s=to_float(cost.group(1)) if cost else None,
-            loss=to_float(loss.group(1)) if loss else None,
-            learning_rate=to_float(lr.group(1)) if lr else None,
+            step_time_s=_batch_cost(line),
+            loss=number_after(line, "loss:")[0],
+            learning_rate=_learning_rate(line),
         )
 
 
@@ -194,14 +273,19 @@ class PaddleClasParser(_PaddleParser):
         return None
 
     def _step(self, line: str) -> StepRecord | None:
-        static = _CLAS_STATIC.search(line)
-        dynamic = None if static else _CLAS_DYNAMIC.search(line)
-        ips = _IPS.search(line)
-        if ips is None or (static is None and dynamic is None):
+        ips, unit_text = number_after(line, "ips:")
+        if ips is None:
             return None
-        if static:
-            epoch, step = int(static.group(1)), int(static.group(2))
+        if "train step:" in line:
+            epoch, _ = number_after(line, "epoch:")
+            step, _ = number_after(line, "train step:")
+            if epoch is None or step is None:
+                return None
+            epoch, step = int(epoch), int(step)
         else:
+            dynamic = _CLAS_DYNAMIC.search(line)
+            if dynamic is None:
+                return None
             epoch, step = int(dynamic.group(1)), int(dynamic.group(3))
             self.meta["epochs"] = int(dynamic.group(2))
             self.meta["steps_per_epoch"] = int(dynamic.group(4))
@@ -211,17 +295,14 @@ class PaddleClasParser(_PaddleParser):
         self._last_epoch = epoch
         global_step = self._epoch_offset + step
         self._last_step = global_step
-        self.unit = normalise_unit(ips.group(2), self.unit)
-        loss = _LOSS.search(line)
-        lr = _LR.search(line)
-        cost = _BATCH_COST.search(line)
+        self.unit = normalise_unit(unit_text, self.unit)
         self.memory(line)
         return self.record(
             step=global_step,
-            throughput=self.scaled(to_float(ips.group(1))),
-            step_time_s=to_float(cost.group(1)) if cost else None,
-            loss=to_float(loss.group(1)) if loss else None,
-            learning_rate=to_float(lr.group(1)) if lr else None,
+            throughput=self.scaled(ips),
+            step_time_s=_batch_cost(line),
+            loss=number_after(line, "loss:")[0],
+            learning_rate=_learning_rate(line),
         )
 
 
