@@ -169,6 +169,12 @@ class ReportBuilder:
                                     note="Hover a value for its run id, repeats and noise."))
         section.blocks.append(Table("Memory (MiB, peak per process)", headers, memory_rows,
                                     kind="memory"))
+        if any(run.mfu is not None for run in cells.values()):
+            mfu_rows = [[Cell(str(n))] + [
+                Cell(f"{cells[(n, p, b)].mfu:.1%}" if (n, p, b) in cells and cells[(n, p, b)].mfu
+                     is not None else "", numeric=True) for p, b in columns] for n in sizes]
+            section.blocks.append(Table("MFU (model FLOPs utilisation per device)", headers, mfu_rows,
+                                        kind="mfu"))
         charts = []
         if len(sizes) > 1:
             efficiency, scaling_chart = self._scaling(case, framework, unit, word, columns, sizes, cells)
@@ -247,6 +253,9 @@ class ReportBuilder:
             headers = ["group", "case / config", "framework", f"nodes x {word}", "dp x tp x pp",
                        "precision", "batch (micro / global)", "latency (ms/iter)", "throughput",
                        "memory (MiB)"]
+            with_mfu = any(run.mfu is not None for run in items)
+            if with_mfu:
+                headers.append("MFU")
             rows = []
             for run in items:
                 r = run.result
@@ -266,7 +275,8 @@ class ReportBuilder:
                          title=r.failure_reason),
                     _value_cell(run, self.options.noise_threshold) if run.ok else Cell("", numeric=True),
                     Cell(fmt_mib(run.peak_memory_bytes) if run.ok else "", numeric=True),
-                ])
+                ] + ([Cell(f"{run.mfu:.1%}" if run.mfu is not None else "", numeric=True)]
+                     if with_mfu else []))
             unit = next((r.unit for r in items if r.unit), "")
             section.blocks.append(Table(
                 f"Latency and memory{': sweep ' + sweep_name if sweep_name else ''}"

@@ -84,6 +84,12 @@ class ReportRun:
         return int(max(candidates)) if candidates else None
 
     @property
+    def mfu(self) -> float | None:
+        """Model FLOPs utilisation the pipeline computed (GPU vendors with a peak table)."""
+        efficiency = getattr(self.result, "efficiency", None)
+        return getattr(efficiency, "mfu", None) if efficiency is not None else None
+
+    @property
     def latency_ms(self) -> float | None:
         step = self.result.step_time
         return step.median * 1000.0 if step else None

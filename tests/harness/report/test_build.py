@@ -126,3 +126,21 @@ def test_helpers():
     svg = line_chart([Series("s", [(1, 10.0), (2, 20.0)])], title="t", x_label="x", y_label="y",
                      shades=[Shade(0.5, 1.5, "warm")])
     assert svg.startswith("<svg") and "<polyline" in svg and 'class="shade"' in svg
+
+
+def test_mfu_shown_when_the_pipeline_computed_it():
+    from harness.models.efficiency import Efficiency
+    from harness.report.data import ReportRun
+    from tests.harness.report.factory import make_result
+
+    plain = make_result("gpu-run", vendor="nvidia")
+    plain.efficiency = Efficiency(mfu=0.42)
+    layout = make_result("layout-run", vendor="nvidia", case="DP_1x1x1_2_1536x16", framework="megatron")
+    layout.efficiency = Efficiency(mfu=0.5)
+    doc = ReportBuilder([ReportRun(plain, None), ReportRun(layout, None, {"sweep": "m", "group": "DP"})]).build()
+    [mfu] = _tables(doc, "mfu")
+    assert mfu.headers == ["GPUs", "FP32(BS=8)"] and mfu.rows[0][1].text == "42.0%"
+    [table] = _tables(doc, "layout")
+    assert table.headers[-1] == "MFU" and table.rows[0][-1].text == "50.0%"
+    # CPU runs have no MFU: no table
+    assert not _tables(ReportBuilder([ReportRun(make_result("cpu-run"), None)]).build(), "mfu")
