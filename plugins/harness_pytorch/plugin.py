@@ -1,8 +1,9 @@
-"""PyTorch framework plugin: GPT pre-training via train_gpt.py, launched with torchrun."""
+"""PyTorch framework plugin: GPT, BERT and CNN training scripts, launched with torchrun."""
 
 from __future__ import annotations
 
 import sys
+import os
 from importlib import metadata
 from pathlib import Path
 
@@ -12,7 +13,13 @@ from harness.models.context import RunContext
 
 FRAMEWORK = "pytorch"
 SCRIPTS = Path(__file__).parent / "scripts"
-TRAIN_SCRIPTS = {"gpt": SCRIPTS / "train_gpt.py"}
+TRAIN_SCRIPTS = {
+    "gpt": SCRIPTS / "train_gpt.py",
+    "bert": SCRIPTS / "train_bert.py",
+    "resnet50": SCRIPTS / "train_cnn.py",
+    "mobilenet_v1": SCRIPTS / "train_cnn.py",
+}
+CNN_MODELS = frozenset({"resnet50", "mobilenet_v1"})
 
 
 @hookimpl
@@ -45,9 +52,18 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
             "PyTorch is not installed in this environment; install it with "
             "`pip install -e '.[torch]'` (CPU build) or use a machine that has it"
         ) from None
+    packages = {"torch": version, "numpy": metadata.version("numpy")}
+    if context.case.model == "bert":  # BertForPreTraining comes from transformers
+        try:
+            packages["transformers"] = metadata.version("transformers")
+        except metadata.PackageNotFoundError:
+            from harness.errors import UnavailableError
+
+            raise UnavailableError(
+                "the PyTorch BERT case needs transformers; install it with `pip install -e '.[torch]'`"
+            ) from None
     return ExecutionEnv(python=sys.executable, framework=FRAMEWORK, framework_version=version,
-                        packages={"torch": version, "numpy": metadata.version("numpy")},
-                        description="current interpreter")
+                        packages=packages, description="current interpreter")
 
 
 @hookimpl
@@ -55,10 +71,9 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     if context.framework != FRAMEWORK:
         return None
     settings = context.config.settings
-    script = TRAIN_SCRIPTS[context.case.model]
-    prefix = Path(dataset.path) / dataset.files[0].removesuffix("_ids.npy")
-    script_args = [str(script), "--config", str(context.run_dir / "config.json"),
-                   "--data-prefix", str(prefix)]
+    model = context.case.model
+    script_args = [str(TRAIN_SCRIPTS[model]), "--config", str(context.run_dir / "config.json"),
+                   *_data_arguments(model, dataset)]
     if settings.world_size == 1:
         argv = [env.python, *script_args]
     else:
@@ -69,8 +84,26 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
             argv += [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d",
                      f"--rdzv-endpoint={rendezvous_endpoint()}"]
         argv += script_args
-    return LaunchSpec(argv=argv, env=dict(env.env), nproc=settings.nproc, nnodes=settings.nnodes,
-                      log_format="megatron", description=f"torch {env.framework_version}")
+    variables = dict(env.env)
+    if model != "gpt":
+        from harness_cases.readers import READERS_DIR
+
+        variables["PYTHONPATH"] = os.pathsep.join([str(SCRIPTS), str(READERS_DIR)])
+    return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
+                      log_format=LOG_FORMATS.get(model, "megatron"),
+                      description=f"torch {env.framework_version}")
+
+
+LOG_FORMATS = {"bert": "dllogger", "resnet50": "pytorch_dle", "mobilenet_v1": "pytorch_dle"}
+
+
+def _data_arguments(model: str, dataset: DatasetInfo) -> list[str]:
+    folder = Path(dataset.path)
+    if model == "gpt":
+        return ["--data-prefix", str(folder / dataset.files[0].removesuffix("_ids.npy"))]
+    if model == "bert":
+        return ["--data", str(folder / dataset.files[0])]
+    return ["--data", str(folder), "--model", model]
 
 
 def rendezvous_endpoint() -> str:
@@ -89,6 +122,16 @@ def rendezvous_endpoint() -> str:
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
     if context.framework != FRAMEWORK:
         return None
+    model, settings = context.case.model, context.config.settings
+    if model == "bert":
+        from harness_pytorch.dllogger_log import DLLoggerFormat
+
+        return DLLoggerFormat().parse_file(log_path, gpus=settings.world_size,
+                                           batch_size=settings.micro_batch_size)
+    if model in CNN_MODELS:
+        from harness_pytorch.dllogger_log import PyTorchDLEFormat
+
+        return PyTorchDLEFormat().parse_file(log_path)
     from harness_pytorch.megatron_log import MegatronFormat
 
     return MegatronFormat().parse_file(log_path, seq_len=int(context.config.params["seq_len"]))

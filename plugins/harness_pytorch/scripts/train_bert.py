@@ -1,0 +1,198 @@
+"""BERT pre-training (MLM + NSP) with PyTorch on the NGC HDF5 format, as NVIDIA's NGC example.
+
+The model is Hugging Face ``BertForPreTraining`` built from a ``BertConfig`` (no download);
+like NVIDIA's ``run_pretraining.py`` only the masked positions go through the MLM head.
+Prints DLLogger lines, which harness parses::
+
+    DLL 2026-01-01 10:00:00.000000 - Training Epoch: 0 Training Iteration: 1  average_loss : 8.1
+        step_loss : 8.0 learning_rate : 0.001
+    DLL 2026-01-01 10:01:00.000000 -  e2e_train_time : 60.0 s training_sequences_per_second : 120.0
+        sequences/s final_loss : 7.2 None raw_train_time : 58.0 s
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import sys
+import time
+from contextlib import nullcontext
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from bert_hdf5 import BertSamples
+from dll import dll
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+class HDF5Dataset(Dataset):
+    def __init__(self, path: str):
+        self.samples = BertSamples(path)
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, index):
+        return tuple(torch.as_tensor(x) for x in self.samples.sample(index))
+
+
+def build_model(p: dict):
+    from transformers import BertConfig, BertForPreTraining
+
+    config = BertConfig(
+        vocab_size=p["vocab_size"], hidden_size=p["hidden_size"], num_hidden_layers=p["num_layers"],
+        num_attention_heads=p["num_heads"], intermediate_size=p["intermediate_size"],
+        hidden_dropout_prob=p["dropout"], attention_probs_dropout_prob=p["dropout"],
+        max_position_embeddings=p["max_position_embeddings"], type_vocab_size=p["type_vocab_size"],
+        initializer_range=p["init_std"])
+    return BertForPreTraining(config)
+
+
+def pretraining_loss(model, input_ids, segment_ids, input_mask, mlm_labels, nsp_labels):
+    bert = model.module if hasattr(model, "module") else model
+    sequence, pooled = bert.bert(input_ids=input_ids, token_type_ids=segment_ids,
+                                 attention_mask=input_mask, return_dict=False)[:2]
+    picked = mlm_labels.view(-1) != -1
+    hidden = sequence.reshape(-1, sequence.shape[-1])[picked]
+    mlm_logits = bert.cls.predictions(hidden)
+    nsp_logits = bert.cls.seq_relationship(pooled)
+    return (F.cross_entropy(mlm_logits.float(), mlm_labels.view(-1)[picked])
+            + F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1)))
+
+
+def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
+    if warmup > 0 and step <= warmup:
+        return peak * step / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.5 * peak * (1.0 + math.cos(math.pi * progress))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--data", required=True, help="NGC BERT HDF5 file")
+    args = parser.parse_args()
+    with open(args.config, encoding="utf-8") as handle:
+        cfg = json.load(handle)
+    s, p = cfg["settings"], cfg["params"]
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    torch.manual_seed(s["seed"])
+    precision = s["precision"]
+    if precision == "fp16" and device.type == "cpu":
+        log("error: fp16 training needs a GPU; on the CPU use --precision bf16 or fp32")
+        return 2
+    model = build_model(p).to(device)
+    if p.get("recompute"):
+        model.gradient_checkpointing_enable()
+    n_params = sum(q.numel() for q in model.parameters())
+    decay = [q for n, q in model.named_parameters() if q.dim() >= 2]
+    no_decay = [q for n, q in model.named_parameters() if q.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": p["weight_decay"]},
+                                   {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=p["learning_rate"], betas=(p["adam_beta1"], p["adam_beta2"]), eps=1e-6)
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+    mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
+    global_batch = mbs * accum * world
+    dataset = HDF5Dataset(args.data)
+    if dataset.samples.seq_len != p["seq_len"]:
+        log(f"error: {args.data} holds sequences of {dataset.samples.seq_len}, the case wants {p['seq_len']}")
+        return 2
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
+                                 drop_last=True)
+    loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
+                        num_workers=2 if device.type == "cuda" else 0, pin_memory=device.type == "cuda")
+    autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    max_steps, skip = s["max_steps"], s["skip_steps"]
+    if rank == 0:
+        namespace = (f"Namespace(bert_model='bert-base-uncased', max_seq_length={p['seq_len']}, "
+                     f"max_predictions_per_seq={p['max_predictions']}, train_batch_size={mbs * accum}, "
+                     f"gradient_accumulation_steps={accum}, max_steps={max_steps}, "
+                     f"learning_rate={p['learning_rate']}, precision='{precision}', world_size={world})")
+        dll("PARAMETER", [("Config", f"[{namespace}]", None)])
+        dll("PARAMETER", [("batch_size_per_gpu", mbs, None)])
+        log(f"> BERT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
+            f"{p['num_heads']} heads, seq {p['seq_len']}; {'ddp' if world > 1 else 'single'} on {world} x "
+            f"{device.type}, precision {precision}, global batch {global_batch}, torch {torch.__version__}")
+
+    def batches():
+        epoch = 0
+        while True:
+            sampler.set_epoch(epoch)
+            for batch in loader:
+                yield epoch, batch
+            epoch += 1
+
+    data = batches()
+    model.train()
+    average_loss = 0.0
+    e2e_start = time.perf_counter()
+    measured_start = None
+    for step in range(1, max_steps + 1):
+        if step == skip + 1:
+            measured_start = time.perf_counter()
+        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        step_loss = torch.zeros((), device=device)
+        for micro in range(accum):
+            epoch, batch = next(data)
+            batch = [t.to(device, non_blocking=True) for t in batch]
+            sync = nullcontext() if micro == accum - 1 or world == 1 else model.no_sync()
+            with sync, autocast:
+                loss = pretraining_loss(model, *batch) / accum
+            scaler.scale(loss).backward()
+            step_loss += loss.detach()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), p["grad_clip"])
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        if world > 1:
+            dist.all_reduce(step_loss)
+            step_loss /= world
+        value = float(step_loss)  # waits for the step to finish
+        if not math.isfinite(value):
+            log(f"error: non-finite loss {value} at step {step}")
+            return 1
+        average_loss += value
+        if rank == 0:
+            dll(f"Training Epoch: {epoch} Training Iteration: {step} ",
+                [("average_loss", f"{average_loss / step:.5f}", None), ("step_loss", f"{value:.5f}", None),
+                 ("learning_rate", f"{lr:.6e}", None)])
+    end = time.perf_counter()
+    if rank == 0:
+        measured = max(1, max_steps - skip)
+        raw = end - (measured_start or e2e_start)
+        dll("", [("e2e_train_time", f"{end - e2e_start:.3f}", "s"),
+                 ("training_sequences_per_second", f"{global_batch * measured / raw:.2f}", "sequences/s"),
+                 ("final_loss", f"{value:.5f}", "None"), ("raw_train_time", f"{raw:.3f}", "s")])
+        log("> training finished")
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

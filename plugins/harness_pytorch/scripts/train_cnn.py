@@ -1,0 +1,172 @@
+"""Image classification training with PyTorch (ResNet-50 v1.5, MobileNetV1; no torchvision).
+
+SGD with momentum, linear warm-up then cosine decay, on the uint8 image records; data
+parallel under ``python -m torch.distributed.run`` (gloo on CPUs, NCCL on GPUs). Prints the
+DLLogger lines of NVIDIA's NGC PyTorch ResNet-50 (``*_ips`` are for the whole job)::
+
+    DLL 2026-01-01 10:00:00.000000 - Epoch: 0 Iteration: 2  train.loss : 2.30 None
+        train.compute_ips : 300.1 images/s train.total_ips : 290.4 images/s train.lr : 0.1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import sys
+import time
+from contextlib import nullcontext
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, DistributedSampler
+
+from cnn_models import build_model, trainable_parameters
+from dll import dll
+from image_records import ImageRecords
+
+DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+class RecordDataset(Dataset):
+    def __init__(self, folder: str, seed: int):
+        self.records = ImageRecords(folder, seed)
+
+    def __len__(self):
+        return len(self.records)
+
+    def __getitem__(self, index):
+        image, label = self.records.sample(index)
+        return torch.from_numpy(image), label
+
+
+def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
+    if warmup > 0 and step <= warmup:
+        return peak * step / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return 0.5 * peak * (1.0 + math.cos(math.pi * progress))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--config", required=True)
+    parser.add_argument("--data", required=True, help="folder of the uint8 image records")
+    parser.add_argument("--model", required=True, choices=["resnet50", "mobilenet_v1"])
+    args = parser.parse_args()
+    with open(args.config, encoding="utf-8") as handle:
+        cfg = json.load(handle)
+    s, p = cfg["settings"], cfg["params"]
+    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", local_rank)
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    torch.manual_seed(s["seed"])
+    precision = s["precision"]
+    if precision == "fp16" and device.type == "cpu":
+        log("error: fp16 training needs a GPU; on the CPU use --precision bf16 or fp32")
+        return 2
+    model = build_model(args.model, p["num_classes"], p["width_multiplier"]).to(device)
+    memory_format = torch.channels_last if p.get("channels_last") else torch.contiguous_format
+    model = model.to(memory_format=memory_format)
+    n_params = trainable_parameters(model)
+    # L2 decay on every parameter, as Paddle's L2Decay regulariser and Gluon's wd do.
+    optimizer = torch.optim.SGD(model.parameters(), lr=p["learning_rate"], momentum=p["momentum"],
+                                weight_decay=p["weight_decay"])
+    if world > 1:
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+    mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
+    global_batch = mbs * accum * world
+    dataset = RecordDataset(args.data, s["seed"] + rank)
+    if dataset.records.image_size != p["image_size"] or dataset.records.num_classes != p["num_classes"]:
+        log(f"error: {args.data} holds {dataset.records.image_size}px images of "
+            f"{dataset.records.num_classes} classes; the case wants {p['image_size']}px and {p['num_classes']}")
+        return 2
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
+                                 drop_last=True)
+    loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
+                        num_workers=4 if device.type == "cuda" else 0, pin_memory=device.type == "cuda")
+    steps_per_epoch = max(1, len(loader) // accum)
+    autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
+    max_steps = s["max_steps"]
+    if rank == 0:
+        dll("PARAMETER", [("arch", args.model, None), ("batch_size", mbs, None),
+                          ("epochs", math.ceil(max_steps / steps_per_epoch), None),
+                          ("precision", precision, None), ("world_size", world, None)])
+        log(f"> {args.model}: {n_params:,} trainable parameters, {p['image_size']}x{p['image_size']} "
+            f"images, {p['num_classes']} classes, {len(dataset)} training images; "
+            f"{'ddp' if world > 1 else 'single'} on {world} x {device.type}, micro batch {mbs}, "
+            f"grad accum {accum}, global batch {global_batch}, torch {torch.__version__}")
+
+    def batches():
+        epoch = 0
+        while True:
+            sampler.set_epoch(epoch)
+            yield from loader
+            epoch += 1
+
+    data = batches()
+    model.train()
+    for step in range(1, max_steps + 1):
+        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        start = time.perf_counter()
+        data_time = 0.0
+        step_loss = torch.zeros((), device=device)
+        for micro in range(accum):
+            read = time.perf_counter()
+            images, labels = next(data)
+            images = images.to(device, non_blocking=True).contiguous(memory_format=memory_format)
+            labels = labels.to(device, non_blocking=True)
+            data_time += time.perf_counter() - read
+            sync = nullcontext() if micro == accum - 1 or world == 1 else model.no_sync()
+            with sync, autocast:
+                loss = F.cross_entropy(model(images).float(), labels) / accum
+            scaler.scale(loss).backward()
+            step_loss += loss.detach()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad(set_to_none=True)
+        if world > 1:
+            dist.all_reduce(step_loss)
+            step_loss /= world
+        value = float(step_loss)  # waits for the step to finish on the device
+        elapsed = time.perf_counter() - start
+        if not math.isfinite(value):
+            log(f"error: non-finite loss {value} at step {step}")
+            return 1
+        if rank == 0:
+            epoch, iteration = (step - 1) // steps_per_epoch, (step - 1) % steps_per_epoch + 1
+            dll(f"Epoch: {epoch} Iteration: {iteration} ", [
+                ("train.loss", f"{value:.5f}", "None"),
+                ("train.compute_ips", f"{global_batch / max(elapsed - data_time, 1e-9):.2f}", "images/s"),
+                ("train.total_ips", f"{global_batch / elapsed:.2f}", "images/s"),
+                ("train.lr", f"{lr:.6f}", None), ("train.data_time", f"{data_time:.5f}", "s")])
+    if rank == 0:
+        peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda"
+                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        log(f"> peak memory (MB): {peak:.1f} ({'cuda max allocated' if device.type == 'cuda' else 'process max RSS'}, rank 0)")
+        log("> training finished")
+    if world > 1:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
