@@ -66,6 +66,7 @@ def requirement_spec(vendor: str) -> EnvSpec:
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
     if context.framework != FRAMEWORK:
         return None
+    _layout_json(context)  # refuse a layout this device cannot run before building anything
     if context.env_mode == "current":
         package = "paddlepaddle-gpu" if context.devices.kind == "gpu" else "paddlepaddle"
         return current_env(context, package, ("numpy", "h5py"))

@@ -1,0 +1,87 @@
+"""Isolated environments: built once per requirement set, reused, atomic, and failing clearly."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import pytest
+
+from harness.envs import EnvSpec, EnvStore, ensure_environment
+from harness.envs.store import BUILD_PREFIX
+from harness.errors import UnavailableError
+
+# A tiny pure-Python wheel: the tests exercise the real installer, not a stub.
+SMALL = ("six==1.16.0",)
+
+
+def test_key_depends_on_content_not_order():
+    a = EnvSpec(name="x", requirements=("six==1.16.0", "idna"))
+    b = EnvSpec(name="y", requirements=("idna", "six==1.16.0"))
+    assert a.key() == b.key()
+    assert a.key() != EnvSpec(name="x", requirements=("six==1.15.0", "idna")).key()
+    assert a.key() != EnvSpec(name="x", requirements=a.requirements, python_version="3.10.0").key()
+    assert a.key() != EnvSpec(name="x", requirements=a.requirements, index_urls=("https://example.org/simple",)).key()
+    assert a.folder_name().startswith("x-py") and a.folder_name().endswith(a.key())
+
+
+def test_build_then_reuse(tmp_path):
+    messages: list[str] = []
+    spec = EnvSpec(name="small", requirements=SMALL)
+    folder, record, reused = ensure_environment(spec, tmp_path, messages.append)
+    assert not reused and folder.is_dir() and record.packages["six"] == "1.16.0"
+    assert record.key == spec.key() and record.requirements == list(SMALL)
+    python = record.python_in(folder)
+    out = subprocess.run([str(python), "-c", "import six, sys; print(six.__version__, sys.prefix)"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert out[0] == "1.16.0" and out[1] == str(folder)  # the renamed folder is the environment
+    # The harness interpreter's packages are not visible in the environment.
+    probe = subprocess.run([str(python), "-c", "import pydantic"], capture_output=True)
+    assert probe.returncode != 0
+
+    started = time.monotonic()
+    again, record_again, reused_again = ensure_environment(spec, tmp_path, messages.append)
+    assert reused_again and again == folder and time.monotonic() - started < 5
+    assert record_again.last_used_at >= record.last_used_at
+    assert any(m.startswith("building environment") for m in messages)
+    assert any(m.startswith("reusing environment") for m in messages)
+    assert [e.folder for e in EnvStore(tmp_path).list()] == [folder]
+
+
+def test_failed_install_raises_with_installer_output_and_leaves_nothing(tmp_path):
+    spec = EnvSpec(name="bogus", requirements=("harness-no-such-distribution-xyz==9.9.9",))
+    with pytest.raises(UnavailableError) as info:
+        ensure_environment(spec, tmp_path)
+    message = str(info.value)
+    assert "failed" in message and "harness-no-such-distribution-xyz" in message
+    assert "last lines" in message and "--env current" in message
+    assert info.value.exit_code == 2
+    assert [p for p in tmp_path.iterdir() if p.is_dir()] == []  # no half-built environment
+    assert not (tmp_path / spec.folder_name()).exists()
+
+
+def test_incomplete_build_is_listed_and_pruned(tmp_path, monkeypatch):
+    envs = tmp_path / "envs"
+    spec = EnvSpec(name="small", requirements=SMALL)
+    folder, _, _ = ensure_environment(spec, envs)
+    leftover = envs / f"{BUILD_PREFIX}small-interrupted.abc"
+    leftover.mkdir()
+    (leftover / "junk").write_text("x")
+    env = {"HARNESS_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+    listing = subprocess.run([sys.executable, "-m", "harness", "env", "list"], capture_output=True,
+                             text=True, env={**env, "COLUMNS": "250"})
+    assert listing.returncode == 0, listing.stderr
+    assert folder.name in listing.stdout and "incomplete" in listing.stdout
+    prune = subprocess.run([sys.executable, "-m", "harness", "env", "prune"], capture_output=True,
+                           text=True, env=env)
+    assert prune.returncode == 0 and not leftover.exists() and folder.exists()
+    unknown = subprocess.run([sys.executable, "-m", "harness", "env", "prune", "nosuchenv"],
+                             capture_output=True, text=True, env=env)
+    assert unknown.returncode == 2 and "nosuchenv" in unknown.stderr
+    dry = subprocess.run([sys.executable, "-m", "harness", "env", "prune", "--all", "--dry-run"],
+                         capture_output=True, text=True, env=env)
+    assert "would remove" in dry.stdout and folder.exists()
+    everything = subprocess.run([sys.executable, "-m", "harness", "env", "prune", "--all"],
+                                capture_output=True, text=True, env=env)
+    assert everything.returncode == 0 and not folder.exists()

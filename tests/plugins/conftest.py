@@ -1,0 +1,40 @@
+"""Fixtures for end-to-end framework runs: one harness cache (environments, datasets) per session."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def framework_cache(tmp_path_factory) -> Path:
+    """Shared by the session's runs, so each framework environment is built once."""
+    return tmp_path_factory.mktemp("harness_cache")
+
+
+@pytest.fixture
+def harness_cli(framework_cache, tmp_path):
+    """``harness_cli(*args)`` runs ``python -m harness`` with the session cache, in tmp_path."""
+    def run(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
+        env = dict(os.environ, HARNESS_CACHE_DIR=str(framework_cache), PYTHONUNBUFFERED="1")
+        env.pop("HARNESS_BLOCK_PLUGINS", None)
+        return subprocess.run([sys.executable, "-m", "harness", *args], env=env, cwd=tmp_path,
+                              capture_output=True, text=True, timeout=timeout)
+    return run
+
+
+def smoke_result(harness_cli, *args: str) -> dict:
+    """Run a cpu smoke case with --json and return the result, failing with the run's stderr."""
+    proc = harness_cli("run", "--vendor", "cpu", "--scale", "smoke", "--json", *args)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def legacy_index(tmp_path: Path, result: dict) -> dict:
+    [index_file] = (tmp_path / "results" / result["run_id"] / "index").iterdir()
+    return json.loads(index_file.read_text())
