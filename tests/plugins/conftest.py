@@ -38,3 +38,15 @@ def smoke_result(harness_cli, *args: str) -> dict:
 def legacy_index(tmp_path: Path, result: dict) -> dict:
     [index_file] = (tmp_path / "results" / result["run_id"] / "index").iterdir()
     return json.loads(index_file.read_text())
+
+
+def plan_context(tmp_path: Path, case: str, framework: str, *, nproc: int = 1, scale: str = "smoke"):
+    """The RunContext `harness run` would build (cpu vendor), without running anything."""
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+    from harness.runner.pipeline import RunRequest, plan
+
+    pm = make_plugin_manager(load_entrypoints=False)
+    request = RunRequest(case=case, vendor="cpu", framework=framework, scale=scale, nproc=nproc,
+                         output=tmp_path / "results", cache_dir=tmp_path / "cache")
+    return plan(pm, Registry.from_plugins(pm), request)

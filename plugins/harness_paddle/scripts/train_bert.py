@@ -1,8 +1,9 @@
 """BERT pre-training (MLM + NSP) with PaddlePaddle on the NGC HDF5 format.
 
-Prints PaddleNLP BERT step lines (``ips`` is per process), which harness parses::
+Prints the step lines of PaddleNLP's BERT ``run_pretrain.py`` (``ips`` is per process), which
+harness parses::
 
-    global step: N, epoch: E, batch: B, loss: L, avg_reader_cost: R sec, avg_batch_cost: C sec,
+    total step: N, epoch: E, batch: B, loss: L, avg_reader_cost: R sec, avg_batch_cost: C sec,
     avg_samples: S, ips: I sequences/sec, learning rate: LR
 """
 
@@ -96,7 +97,7 @@ def main() -> int:
                 return 1
             avg_batch = batch_cost / n
             if rt.rank == 0:
-                log(f"global step: {step}, epoch: {epoch}, batch: {batch_index}, loss: {avg_loss:.6f}, "
+                log(f"total step: {step}, epoch: {epoch}, batch: {batch_index}, loss: {avg_loss:.6f}, "
                     f"avg_reader_cost: {reader_cost / n:.5f} sec, avg_batch_cost: {avg_batch:.5f} sec, "
                     f"avg_samples: {mbs * accum:.5f}, ips: {mbs * accum / avg_batch:.5f} sequences/sec, "
                     f"learning rate: {lr:.5e}" + memory_fields(rt.device))

@@ -1,0 +1,30 @@
+"""The MXNet plugin's parse_log reads the gluon-cv lines its training script prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness_mxnet import plugin
+from tests.plugins.conftest import plan_context
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_gluoncv_lines_two_devices(tmp_path):
+    context = plan_context(tmp_path, "mobilenet_v1", "mxnet", nproc=2)
+    parsed = plugin.parse_log(context=context, log_path=DATA / "mobilenet_v1_nproc2.log")
+    # Batches are numbered from 0 per epoch in the log; optimizer steps from 1 across epochs.
+    assert [s.step for s in parsed.steps] == list(range(1, 31)) and not parsed.errors
+    first = parsed.steps[0]
+    assert first.loss == pytest.approx(2.872407) and first.learning_rate == pytest.approx(0.004)
+    # Speed is already the whole process (both devices): not scaled again.
+    assert first.throughput == pytest.approx(205.723994)
+    assert parsed.steps[-1].loss < first.loss
+    assert len(parsed.meta["epoch_throughput"]) == 4  # 8 steps of 2 x 32 per epoch
+
+
+def test_other_frameworks_are_not_answered(tmp_path):
+    context = plan_context(tmp_path, "mobilenet_v1", "paddle")
+    assert plugin.parse_log(context=context, log_path=DATA / "mobilenet_v1_nproc2.log") is None
