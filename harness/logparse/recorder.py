@@ -25,6 +25,8 @@ _ERROR_LINE = re.compile(
     r"^(?:Traceback \(most recent call last\)|[A-Za-z_.]*(?:Error|Exception): \S|"
     r".*CUDA out of memory|.*RuntimeError: |.*Segmentation fault|.*core dumped)"
 )
+# mpirun's "[1,0]<stderr>:" (possibly after a date) in front of what the rank printed.
+_RANK_PREFIX = re.compile(r"^.*?\[\d+,\d+\]<std(?:out|err)>:")
 # Words that make a number-shaped token a loss; a NaN/inf loss marks the run failed.
 _NAN_LOSS = re.compile(r"loss\w*\s*[:=]\s*[-+]?(nan|inf)\b", re.IGNORECASE)
 
@@ -157,7 +159,7 @@ class RecordingParser(LogParser):
         """Record the line if it is a failure marker (traceback, exception, NaN loss)."""
         if ("rror" in line or "Traceback" in line or "xception" in line or "out of memory" in line
                 or "fault" in line or "dumped" in line):
-            stripped = line.strip()
+            stripped = _RANK_PREFIX.sub("", line.strip(), count=1)
             if _ERROR_LINE.match(stripped):
                 self.error(stripped)
                 return True

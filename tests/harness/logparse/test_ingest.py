@@ -96,3 +96,19 @@ def test_ingesting_the_same_log_twice_is_a_no_op(registry, tmp_path):
     with sqlite3.connect(out / "harness.db") as conn:
         rows = conn.execute("SELECT source, source_sha256 FROM runs").fetchall()
     assert rows == [("ingested", first.result.source_sha256)]
+
+
+def test_traceback_behind_an_mpi_prefix_is_a_failure(registry, tmp_path):
+    path = log(tmp_path, steps(30) + "[1,3]<stderr>:Traceback (most recent call last):\n"
+                                      "Sun May 29 15:01:07 2022[1,3]<stderr>:RuntimeError: NCCL error\n")
+    outcome = parse_log_file(registry, ParseRequest(path=path))
+    assert outcome.legacy.JOB_FAIL_FLAG == 1
+    assert "RuntimeError: NCCL error" in outcome.result.failure_reason
+
+
+def test_warnings_and_error_words_are_not_failures(registry, tmp_path):
+    noise = ("/usr/lib/python3.8/site-packages/x.py:1: DeprecationWarning: np.int is deprecated\n"
+             "[1,0]<stderr>:  Error message:     failed to bind memory\n"
+             "UserWarning: the loss scale is being reduced\n")
+    outcome = parse_log_file(registry, ParseRequest(path=log(tmp_path, noise + steps(30))))
+    assert outcome.legacy.JOB_FAIL_FLAG == 0
