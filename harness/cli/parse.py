@@ -21,6 +21,7 @@ completed step. Exit codes: 0 all logs parsed and succeeded, 1 a log shows a fai
 The format is detected from the first characteristic line (--format forces one; see
 `harness list formats` or `harness parse --list-formats`).
 
+\b
 Methods (--method; each format has a default):
   harness         skip --skip records (default 10), mean of the rest; median/p5/p95/CV too
   trimmed         skip --skip (default 10), sort, drop --trim (default 5) from each end, mean
@@ -32,6 +33,7 @@ Methods (--method; each format has a default):
 Per-GPU figures (e.g. the rank-0 log of a Paddle job) are multiplied by --gpus, or by the
 GPU count the log states.
 
+\b
 Examples:
   harness parse train.log
   harness parse PaddleNLP_bert_N1C8_log --gpus 8 --method trimmed --json
@@ -66,7 +68,7 @@ def register(app: typer.Typer, state) -> None:
     @app.command("parse", help=HELP)
     def parse_command(
         logs: Annotated[Optional[list[Path]], typer.Argument(
-            help="Log files to parse.", show_default=False)] = None,
+            help="Log files to parse.", show_default=False, metavar="LOG...")] = None,
         format_: Annotated[Optional[str], typer.Option(
             "--format", help="Force a log format instead of detecting it.")] = None,
         method: Annotated[Optional[MethodChoice], typer.Option(
