@@ -68,7 +68,7 @@ def register(app: typer.Typer, state) -> None:
     @app.command("parse", help=HELP)
     def parse_command(
         logs: Annotated[Optional[list[Path]], typer.Argument(
-            help="Log files to parse.", show_default=False, metavar="LOG...")] = None,
+            help="Log files to parse.", show_default=False, metavar="LOG")] = None,
         format_: Annotated[Optional[str], typer.Option(
             "--format", help="Force a log format instead of detecting it.")] = None,
         method: Annotated[Optional[MethodChoice], typer.Option(
