@@ -161,14 +161,16 @@ class ReportBuilder:
             for p, b in columns:
                 run = cells.get((n, p, b))
                 speed.append(_value_cell(run, self.options.noise_threshold))
-                memory.append(Cell(fmt_mib(run.peak_memory_bytes) if run and run.ok else "",
-                                   numeric=True))
+                memory.append(Cell(fmt_mib(run.peak_memory_bytes) if run and run.ok and
+                                   run.peak_memory_bytes else "", numeric=True))
             speed_rows.append(speed)
             memory_rows.append(memory)
         section.blocks.append(Table(f"Speed ({unit})", headers, speed_rows, kind="speed",
                                     note="Hover a value for its run id, repeats and noise."))
-        section.blocks.append(Table("Memory (MiB, peak per process)", headers, memory_rows,
-                                    kind="memory"))
+        no_memory = all(not c.text for row in memory_rows for c in row[1:])
+        section.blocks.append(Table(
+            "Memory (MiB, peak per process)", headers, memory_rows, kind="memory",
+            note="No run of this framework reported its peak memory." if no_memory else ""))
         if any(run.mfu is not None for run in cells.values()):
             mfu_rows = [[Cell(str(n))] + [
                 Cell(f"{cells[(n, p, b)].mfu:.1%}" if (n, p, b) in cells and cells[(n, p, b)].mfu
