@@ -116,7 +116,7 @@ class SweepGroup(BaseModel):
     name: str
     description: str = ""
     defaults: dict[str, Any] = Field(default_factory=dict)
-    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+    matrix: dict[str, Any] = Field(default_factory=dict)
 
 
 class SweepSpec(BaseModel):
@@ -128,7 +128,7 @@ class SweepSpec(BaseModel):
     description: str = ""
     source: str = Field("", description="Where the matrix comes from (e.g. a seed document).")
     defaults: dict[str, Any] = Field(default_factory=dict)
-    matrix: dict[str, list[Any]] = Field(default_factory=dict)
+    matrix: dict[str, Any] = Field(default_factory=dict)
     groups: list[SweepGroup] = Field(default_factory=list)
 
     def expand(self) -> list[SweepPoint]:
