@@ -196,3 +196,22 @@ def test_progress_estimate_and_observer_forwarding():
     observer.end_repeat()
     assert inner.events == [("stage", "train"), ("start", 10), ("line", "x"), ("end",)]
     assert emitted == ["sweep: run 2 of 4 | elapsed 0:25 | about 1:00 left | toy, repeat 2"]
+
+
+def test_hook_unsupported_reason(tmp_path):
+    """Every plugin's reason is collected (not firstresult) and the point is skipped with all."""
+
+    class NoBf16Anywhere:
+        @hookimpl
+        def unsupported_reason(self, context):
+            return "no bf16 here" if context.config.settings.precision == "bf16" else None
+
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+                             extra=(ToyPlugin(), VendorWrapper(), ToyGpuVendor(), NoBf16Anywhere()))
+    registry = Registry.from_plugins(pm)
+    points = _points(vendor=["toygpu"], precision=["fp32", "fp16", "bf16"])
+    planned = plan_sweep(pm, registry, points, _options(tmp_path))
+    assert [(p.state, p.reason) for p in planned] == [
+        ("todo", None), ("skipped", "Toy GPU has no fp16 units"), ("skipped", "no bf16 here")]
+    context = planned[0].context
+    assert pm.hook.unsupported_reason(context=context) == []
