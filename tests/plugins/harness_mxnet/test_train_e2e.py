@@ -1,0 +1,42 @@
+"""End to end: `harness run --framework mxnet` builds the MXNet environment and trains for real."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.plugins.conftest import legacy_index, smoke_result
+
+pytestmark = pytest.mark.slow
+
+
+def _check(result: dict, tmp_path) -> dict:
+    index = legacy_index(tmp_path, result)
+    assert result["status"] == "success" and result["framework_version"] == "1.9.1"
+    packages = result["environment"]["packages"]
+    assert packages["mxnet"] == "1.9.1" and packages["numpy"].startswith("1.2")  # numpy<1.24
+    assert result["environment"]["isolated_env"] is True
+    assert result["steps_completed"] == 30 and result["loss_final"] < result["loss_first"]
+    assert index["UNIT"] == "images/s" and index["mission_name"] == "图像分类"
+    assert index["FINAL_RESULT"] == pytest.approx(result["throughput"]["value"], rel=1e-3)
+    return index
+
+
+def test_mobilenet_v1_smoke(harness_cli, tmp_path):
+    result = smoke_result(harness_cli, "--case", "mobilenet_v1", "--framework", "mxnet")
+    assert _check(result, tmp_path)["model_name"] == "clas_mobilenet_v1_bs32_fp32"
+
+
+def test_resnet50_smoke(harness_cli, tmp_path):
+    _check(smoke_result(harness_cli, "--case", "resnet50", "--framework", "mxnet"), tmp_path)
+
+
+def test_two_devices_through_kvstore(harness_cli, tmp_path):
+    result = smoke_result(harness_cli, "--case", "mobilenet_v1", "--framework", "mxnet", "--nproc", "2")
+    index = _check(result, tmp_path)
+    assert index["gpu_num"] == 2 and result["global_batch_size"] == 64
+
+
+def test_bf16_is_refused(harness_cli):
+    proc = harness_cli("run", "--vendor", "cpu", "--scale", "smoke", "--case", "mobilenet_v1",
+                       "--framework", "mxnet", "--precision", "bf16")
+    assert proc.returncode == 1 and "bf16" in proc.stderr + proc.stdout

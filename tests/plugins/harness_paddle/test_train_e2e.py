@@ -1,0 +1,57 @@
+"""End to end: `harness run --framework paddle` builds the Paddle environment and trains for real."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.plugins.conftest import legacy_index, smoke_result
+
+pytestmark = pytest.mark.slow
+
+
+def _check(result: dict, index: dict, unit: str) -> None:
+    assert result["status"] == "success" and result["framework"] == "paddle"
+    assert result["framework_version"] == "3.3.1"
+    assert result["environment"]["isolated_env"] is True
+    assert result["environment"]["packages"]["paddlepaddle"] == "3.3.1"
+    assert result["loss_final"] < result["loss_first"]  # real training
+    assert result["throughput"]["unit"] == unit and result["throughput"]["value"] > 0
+    assert index["UNIT"] == unit and index["JOB_FAIL_FLAG"] == 0
+    assert index["FINAL_RESULT"] == pytest.approx(result["throughput"]["value"], rel=1e-3)
+
+
+def test_gpt_smoke_and_environment_reuse(harness_cli, tmp_path):
+    result = smoke_result(harness_cli, "--case", "gpt3_6.7B", "--framework", "paddle")
+    _check(result, legacy_index(tmp_path, result), "tokens/s")
+    assert result["steps_completed"] == 30 and result["loss_final"] < 0.75 * result["loss_first"]
+    # The second run of the case reuses the environment and says so, quickly.
+    proc = harness_cli("run", "--vendor", "cpu", "--scale", "smoke", "--case", "gpt3_6.7B",
+                       "--framework", "paddle", "--max-steps", "3", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "reusing environment" in proc.stderr
+    seconds = float(re.search(r"prepare_env took ([\d.]+) s", proc.stderr).group(1))
+    assert seconds < 5
+
+
+def test_gpt_data_parallel_two_processes(harness_cli, tmp_path):
+    result = smoke_result(harness_cli, "--case", "gpt3_6.7B", "--framework", "paddle", "--nproc", "2")
+    index = legacy_index(tmp_path, result)
+    _check(result, index, "tokens/s")
+    assert result["run_mode"] == "mp" and index["gpu_num"] == 2
+    assert result["global_batch_size"] == 2 * result["micro_batch_size"]
+
+
+def test_bert_smoke(harness_cli, tmp_path):
+    result = smoke_result(harness_cli, "--case", "bert_base_seq128", "--framework", "paddle")
+    index = legacy_index(tmp_path, result)
+    _check(result, index, "sequences/s")
+    assert index["model_name"] == "nlp_bert_base_seq128_bs8_fp32"
+
+
+def test_resnet50_smoke(harness_cli, tmp_path):
+    result = smoke_result(harness_cli, "--case", "resnet50", "--framework", "paddle")
+    index = legacy_index(tmp_path, result)
+    _check(result, index, "images/s")
+    assert index["model_name"].startswith("clas_resnet50_bs") and index["direction_id"] == 0
