@@ -28,7 +28,7 @@ _ERROR_LINE = re.compile(
 # mpirun's "[1,0]<stderr>:" (possibly after a date) in front of what the rank printed.
 _RANK_PREFIX = re.compile(r"^.*?\[\d+,\d+\]<std(?:out|err)>:")
 # Words that make a number-shaped token a loss; a NaN/inf loss marks the run failed.
-_NAN_LOSS = re.compile(r"loss\w*\s*[:=]\s*[-+]?(nan|inf)\b", re.IGNORECASE)
+_NAN_LOSS = re.compile(r"loss(?![ _]?scal)\w*\s*[:=]\s*[-+]?(nan|inf)\b", re.IGNORECASE)
 
 _UNIT_ALIASES = {
     "sequences/sec": "sequences/s",

@@ -112,3 +112,10 @@ def test_warnings_and_error_words_are_not_failures(registry, tmp_path):
              "UserWarning: the loss scale is being reduced\n")
     outcome = parse_log_file(registry, ParseRequest(path=log(tmp_path, noise + steps(30))))
     assert outcome.legacy.JOB_FAIL_FLAG == 0
+
+
+def test_infinite_loss_scale_is_not_a_nan_loss(registry, tmp_path):
+    outcome = parse_log_file(registry, ParseRequest(path=log(tmp_path, "loss_scale: inf, skipping step\n" + steps(30))))
+    assert outcome.legacy.JOB_FAIL_FLAG == 0
+    outcome = parse_log_file(registry, ParseRequest(path=log(tmp_path, "eval loss: nan\n" + steps(30), "b_log")))
+    assert outcome.legacy.JOB_FAIL_FLAG == 1
