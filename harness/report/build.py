@@ -162,15 +162,18 @@ class ReportBuilder:
                 run = cells.get((n, p, b))
                 speed.append(_value_cell(run, self.options.noise_threshold))
                 memory.append(Cell(fmt_mib(run.peak_memory_bytes) if run and run.ok and
-                                   run.peak_memory_bytes else "", numeric=True))
+                                   run.peak_memory_bytes else "", numeric=True,
+                                   title=f"source: {run.peak_memory[1]}" if run and run.ok else None))
             speed_rows.append(speed)
             memory_rows.append(memory)
         section.blocks.append(Table(f"Speed ({unit})", headers, speed_rows, kind="speed",
                                     note="Hover a value for its run id, repeats and noise."))
         no_memory = all(not c.text for row in memory_rows for c in row[1:])
         section.blocks.append(Table(
-            "Memory (MiB, peak per process)", headers, memory_rows, kind="memory",
-            note="No run of this framework reported its peak memory." if no_memory else ""))
+            "Memory (MiB, peak per device)", headers, memory_rows, kind="memory",
+            note="No run of this framework reported its peak memory." if no_memory else
+            "The vendor's device reading (e.g. NVML) where measured, else the framework's own peak; "
+            "hover for the source."))
         if any(run.mfu is not None for run in cells.values()):
             mfu_rows = [[Cell(str(n))] + [
                 Cell(f"{cells[(n, p, b)].mfu:.1%}" if (n, p, b) in cells and cells[(n, p, b)].mfu

@@ -73,15 +73,23 @@ class ReportRun:
 
     @property
     def peak_memory_bytes(self) -> int | None:
-        """Peak memory per device: the framework's own figure, else the vendor monitor's."""
-        if self.result.peak_memory_bytes:
-            return self.result.peak_memory_bytes
-        candidates = []
+        return self.peak_memory[0]
+
+    @property
+    def peak_memory(self) -> tuple[int | None, str]:
+        """Peak memory of the busiest device and where it comes from: the vendor monitor's
+        device reading (NVML, what nvidia-smi shows, as in the seeds' tables) where there is
+        one, else the framework's own peak."""
+        readings = []
         for key, value in self.result.device_metrics.items():
             if "peak_memory" in key and "bytes" in key:
                 values = value if isinstance(value, list) else [value]
-                candidates += [v for v in values if isinstance(v, (int, float))]
-        return int(max(candidates)) if candidates else None
+                readings += [v for v in values if isinstance(v, (int, float))]
+        if readings:
+            return int(max(readings)), "device monitor"
+        if self.result.peak_memory_bytes:
+            return self.result.peak_memory_bytes, "framework"
+        return None, "none"
 
     @property
     def mfu(self) -> float | None:

@@ -144,3 +144,16 @@ def test_mfu_shown_when_the_pipeline_computed_it():
     assert table.headers[-1] == "MFU" and table.rows[0][-1].text == "50.0%"
     # CPU runs have no MFU: no table
     assert not _tables(ReportBuilder([ReportRun(make_result("cpu-run"), None)]).build(), "mfu")
+
+
+def test_memory_prefers_the_device_monitor():
+    from harness.report.data import ReportRun
+    from tests.harness.report.factory import make_result
+
+    result = make_result("gpu", vendor="nvidia", peak_memory_mib=700.0)
+    result.device_metrics = {"nvml_peak_memory_bytes": [1024 ** 3, 2 * 1024 ** 3, None]}
+    run = ReportRun(result, None)
+    assert run.peak_memory == (2 * 1024 ** 3, "device monitor")
+    [memory] = _tables(ReportBuilder([run]).build(), "memory")
+    assert memory.rows[0][1].text == "2,048" and memory.rows[0][1].title == "source: device monitor"
+    assert ReportRun(make_result("cpu"), None).peak_memory == (512 * 1024 * 1024, "framework")
