@@ -60,7 +60,12 @@ def resolve_layout(config_name: str | None, params: dict, *, model: str, device_
                    world: int) -> ParallelLayout:
     """The layout of a run, refusing with a clear message what this device/model cannot run."""
     from_name = parse_config_name(config_name) if config_name else None
-    layout = from_name or layout_from_params(params)
+    from_params = layout_from_params(params)
+    if from_name is not None and from_params.hybrid and from_params != from_name:
+        raise UserInputError(
+            f"config {config_name} encodes {from_name.describe()} but the parameters ask for "
+            f"{from_params.describe()}; drop the conflicting --set or pick another config")
+    layout = from_name or from_params
     where = f"config {config_name}" if from_name else "the case parameters"
     if not layout.hybrid:
         return layout

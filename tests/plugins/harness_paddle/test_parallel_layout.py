@@ -63,3 +63,30 @@ def test_cli_refuses_hybrid_layout_on_cpu(tmp_path, monkeypatch, capsys):
                  "--max-steps", "1"])
     err = capsys.readouterr().err
     assert code == 2 and "need GPUs" in err and "Traceback" not in err
+
+
+def test_conflicting_parameters_are_refused():
+    with pytest.raises(UserInputError, match="encodes TP2PP1SH1SP4"):
+        resolve_layout("config_TP2PP1SH1SP4A10080Gx1x8", {"tensor_parallel_degree": 4},
+                       model="gpt", device_kind="gpu", world=8)
+
+
+def test_nvidia_paddle_configs_agree_with_their_names():
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[3] / "vendors" / "harness_nvidia" / "configs"
+    files = sorted(root.glob("gpt3_*/paddle/config_*.toml"))
+    assert len(files) == 8
+    for path in files:
+        values = tomllib.loads(path.read_text())["values"]
+        from_name = parse_config_name(path.stem)
+        assert from_name.tensor_parallel_degree == values["tensor_parallel_degree"], path
+        assert from_name.pipeline_parallel_degree == values["pipeline_parallel_degree"], path
+        assert from_name.sharding_stage == values["sharding_stage"], path
+        assert from_name.sharding_degree == values["sharding_degree"], path
+        if from_name.pipeline_parallel_degree == 1:
+            assert resolve_layout(path.stem, values, model="gpt", device_kind="gpu", world=8) == from_name
+        else:
+            with pytest.raises(UnavailableError, match="pipeline parallel"):
+                resolve_layout(path.stem, values, model="gpt", device_kind="gpu", world=8)
