@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, UnavailableError
 from harness.results_io import atomic_write_text
 from harness.runner.pipeline import RunObserver, execute, plan
 from harness.sweep.planner import PlannedRun, SweepOptions
@@ -131,6 +131,10 @@ def _run_one(pm, registry, name, source, item: PlannedRun, total: int, progress:
         report = execute(pm, registry, context, request, observer)
     except KeyboardInterrupt:
         return SweepRow(item, "interrupted", "interrupted by the user before the run was recorded")
+    except UnavailableError as exc:
+        # The machine cannot run it after all (e.g. a plugin's prepare_env finds no GPU or a
+        # missing package): listed as skipped with the plugin's reason, like at planning time.
+        return SweepRow(item, "skipped", str(exc))
     except HarnessError as exc:
         return SweepRow(item, "failed", str(exc))
     except Exception as exc:  # noqa: BLE001 - one broken run must not end the sweep

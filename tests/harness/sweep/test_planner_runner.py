@@ -215,3 +215,20 @@ def test_hook_unsupported_reason(tmp_path):
         ("todo", None), ("skipped", "Toy GPU has no fp16 units"), ("skipped", "no bf16 here")]
     context = planned[0].context
     assert pm.hook.unsupported_reason(context=context) == []
+
+
+def test_unavailable_at_run_time_is_a_skip(toy_pm, tmp_path, monkeypatch):
+    from harness.errors import UnavailableError
+    import harness.sweep.runner as runner
+
+    pm, registry = toy_pm
+    options = _options(tmp_path)
+    planned = plan_sweep(pm, registry, _points(), options)
+
+    def no_gpu(*args, **kwargs):
+        raise UnavailableError("framework toyfw needs a GPU")
+
+    monkeypatch.setattr(runner, "execute", no_gpu)
+    summary = run_sweep(pm, registry, "s", planned, options)
+    assert [(r.status, r.reason) for r in summary.rows] == [("skipped", "framework toyfw needs a GPU")]
+    assert summary.exit_code == 0
