@@ -51,6 +51,13 @@ def devices_word(runs: Iterable[ReportRun]) -> str:
     return "GPUs" if kinds == {"gpu"} else ("devices" if kinds - {"cpu"} else "processes")
 
 
+def count_of(n: int, word: str) -> str:
+    """``1 process``, ``2 processes``, ``1 GPU``, ``8 GPUs``."""
+    if n != 1:
+        return f"{n} {word}"
+    return f"1 {word[:-2] if word.endswith('sses') else word[:-1]}"
+
+
 def scaling_efficiency(points: dict[int, float]) -> dict[int, float]:
     """Throughput at n devices over linear scaling from the smallest count measured:
     ``T(n) / (T(n0) * n / n0)``."""
@@ -167,7 +174,8 @@ class ReportBuilder:
             speed_rows.append(speed)
             memory_rows.append(memory)
         section.blocks.append(Table(f"Speed ({unit})", headers, speed_rows, kind="speed",
-                                    note="Hover a value for its run id, repeats and noise."))
+                                    note="Per-run repeats, min/max and CV: see Repeats and noise "
+                                         "(in the HTML, hover a value)."))
         no_memory = all(not c.text for row in memory_rows for c in row[1:])
         section.blocks.append(Table(
             "Memory (MiB, peak per device)", headers, memory_rows, kind="memory",
@@ -240,8 +248,8 @@ class ReportBuilder:
                   for i, (p, pts) in enumerate(sorted(by_precision.items(),
                                                       key=lambda kv: PRECISION_ORDER.get(kv[0], 9)))]
         chart_id = f"batch-{slug(f'{case}-{framework}-{n}')}"
-        return Chart(chart_id, f"Throughput vs batch size: {case}, {framework}, {n} {word}",
-                     line_chart(series, title=f"{case} · {framework} · {n} {word}: throughput vs batch size",
+        return Chart(chart_id, f"Throughput vs batch size: {case}, {framework}, {count_of(n, word)}",
+                     line_chart(series, title=f"{case} · {framework} · {count_of(n, word)}: throughput vs batch size",
                                 x_label="micro batch size per process (log scale)", y_label=unit,
                                 x_scale="log2", x_ticks=batch_sizes, chart_id=chart_id),
                      caption="One line per precision.", kind="batch")
