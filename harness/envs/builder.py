@@ -93,17 +93,34 @@ def _parse_freeze(text: str) -> dict[str, str]:
     return packages
 
 
+def _base_python(spec: EnvSpec, uv: str | None) -> str:
+    """The interpreter to build from: a path as given, or a version such as ``3.11``.
+
+    uv finds (or, where it may download, fetches) a Python of that version itself; the pip
+    fallback needs a ``python3.11`` on PATH.
+    """
+    if os.sep in spec.python or uv:
+        return spec.python
+    found = shutil.which(f"python{spec.python}")
+    if not found:
+        raise UnavailableError(
+            f"the {spec.name} environment needs Python {spec.python}, which is not on PATH; "
+            "install it (or uv, which can provide it)")
+    return found
+
+
 def _build(spec: EnvSpec, staging: Path, log: Log) -> tuple[str, dict[str, str]]:
     install_log = staging.parent / f"{staging.name}.install.log"
     python = staging / "bin" / "python"
     uv = _uv_binary()
+    base = _base_python(spec, uv)
     indexes: list[str] = []
     for url in spec.index_urls:
         indexes += ["--extra-index-url", url]
     try:
         if uv:
             # --relocatable: the folder is renamed after the build; scripts must not care.
-            _run_logged([uv, "venv", "--quiet", "--relocatable", "--python", spec.python,
+            _run_logged([uv, "venv", "--quiet", "--relocatable", "--python", base,
                          str(staging)], install_log, "creating the virtual environment")
             _run_logged([uv, "pip", "install", "--python", str(python), *indexes,
                          *spec.requirements], install_log, f"installing {', '.join(spec.requirements)}")
@@ -112,7 +129,7 @@ def _build(spec: EnvSpec, staging: Path, log: Log) -> tuple[str, dict[str, str]]
             installer = f"uv {_version([uv, '--version'])}"
         else:
             shutil.rmtree(staging, ignore_errors=True)
-            _run_logged([spec.python, "-m", "venv", str(staging)], install_log,
+            _run_logged([base, "-m", "venv", str(staging)], install_log,
                         "creating the virtual environment")
             _run_logged([str(python), "-m", "pip", "install", "--disable-pip-version-check",
                          *indexes, *spec.requirements], install_log,
@@ -129,6 +146,11 @@ def _build(spec: EnvSpec, staging: Path, log: Log) -> tuple[str, dict[str, str]]
             else:
                 install_log.unlink()
     return installer, _parse_freeze(freeze.stdout)
+
+
+def _python_version(folder: Path) -> str:
+    return _version([str(folder / "bin" / "python"), "-c",
+                     "import platform; print('Python', platform.python_version())"])
 
 
 def _version(argv: list[str]) -> str:
@@ -165,7 +187,7 @@ def ensure_environment(spec: EnvSpec, root: Path, log: Log = lambda _msg: None
             now = datetime.now(timezone.utc)
             record = EnvRecord(
                 key=spec.key(), name=spec.name, requirements=list(spec.requirements),
-                index_urls=list(spec.index_urls), python_version=spec.python_version,
+                index_urls=list(spec.index_urls), python_version=_python_version(staging),
                 base_python=spec.python, installer=installer, created_at=now, last_used_at=now,
                 build_seconds=round(time.monotonic() - started, 2), packages=packages,
             )

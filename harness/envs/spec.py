@@ -28,12 +28,18 @@ class EnvSpec(BaseModel):
     )
     python: str = Field(
         default_factory=lambda: sys.executable,
-        description="Base interpreter the environment is created from.",
+        description="Base interpreter: a path, or a version such as 3.11 that uv finds or provides.",
     )
     python_version: str = Field(
         default_factory=platform.python_version,
-        description="Version of ``python``; part of the cache key.",
+        description="Version of ``python`` (e.g. 3.11.7, or 3.11 when python is a version); "
+                    "part of the cache key.",
     )
+
+    @classmethod
+    def for_python(cls, version: str, **fields) -> "EnvSpec":
+        """A spec built on Python ``version`` (e.g. ``3.11``) whatever runs harness."""
+        return cls(python=version, python_version=version, **fields)
 
     def key(self) -> str:
         """Hash of what determines the environment's content (not where it lives)."""

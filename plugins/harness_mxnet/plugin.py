@@ -22,9 +22,14 @@ SCRIPTS = Path(__file__).parent / "scripts"
 TRAIN_SCRIPTS = {"resnet50": SCRIPTS / "train_cnn.py", "mobilenet_v1": SCRIPTS / "train_cnn.py"}
 MXNET_VERSION = "1.9.1"
 _NUMPY = "numpy<1.24"  # MXNet 1.9 uses numpy aliases (np.bool, ...) removed in numpy 1.24
+# numpy<1.24 has wheels up to CPython 3.11: the environment is built on Python 3.11 whatever
+# Python runs harness (uv finds one, or downloads one where it may).
+_PYTHON = "3.11"
 REQUIREMENTS = {
-    "cpu": EnvSpec(name="mxnet-cpu", requirements=(f"mxnet=={MXNET_VERSION}", _NUMPY)),
-    "nvidia": EnvSpec(name="mxnet-cu112", requirements=(f"mxnet-cu112=={MXNET_VERSION}", _NUMPY)),
+    "cpu": EnvSpec.for_python(_PYTHON, name="mxnet-cpu",
+                              requirements=(f"mxnet=={MXNET_VERSION}", _NUMPY)),
+    "nvidia": EnvSpec.for_python(_PYTHON, name="mxnet-cu112",
+                                 requirements=(f"mxnet-cu112=={MXNET_VERSION}", _NUMPY)),
 }
 
 

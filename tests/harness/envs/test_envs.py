@@ -85,3 +85,13 @@ def test_incomplete_build_is_listed_and_pruned(tmp_path, monkeypatch):
     everything = subprocess.run([sys.executable, "-m", "harness", "env", "prune", "--all"],
                                 capture_output=True, text=True, env=env)
     assert everything.returncode == 0 and not folder.exists()
+
+
+def test_spec_for_a_python_version(tmp_path):
+    import platform
+
+    version = ".".join(platform.python_version_tuple()[:2])
+    spec = EnvSpec.for_python(version, name="pinned", requirements=SMALL)
+    assert spec.python == version and version in spec.folder_name()
+    folder, record, _ = ensure_environment(spec, tmp_path)
+    assert record.python_version == platform.python_version()  # what the venv really runs
