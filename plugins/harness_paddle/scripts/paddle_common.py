@@ -53,7 +53,9 @@ class Runtime:
         else:
             paddle.set_device("cpu")
         self.hybrid = None
-        paddle.seed(seed + self.rank)
+        # One seed on every rank: replicated parameters start identical everywhere (tensor
+        # parallel shards draw from fleet's own RNG tracker); ranks differ by their data.
+        paddle.seed(seed)
 
     def init_data_parallel(self) -> None:
         if self.world > 1:

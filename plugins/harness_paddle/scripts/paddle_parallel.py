@@ -49,8 +49,11 @@ def shard_optimizer(rt: Runtime, layout: dict, model, optimizer, scaler):
         from paddle.distributed.sharding import group_sharded_parallel
 
         level = "os_g" if stage == 2 else "p_g_os"
+        dp_group = (rt.hybrid.get_data_parallel_group()
+                    if rt.hybrid.get_data_parallel_world_size() > 1 else None)
         model, optimizer, scaler = group_sharded_parallel(model, optimizer, level=level, scaler=scaler,
-                                                          group=rt.hybrid.get_sharding_parallel_group())
+                                                          group=rt.hybrid.get_sharding_parallel_group(),
+                                                          dp_group=dp_group)
         return model, optimizer, scaler, description
     model = fleet.distributed_model(model)
     optimizer = fleet.distributed_optimizer(optimizer)
