@@ -39,16 +39,17 @@ def register(app: typer.Typer, state) -> None:
 
         root = default_envs_root(cache_dir)
         envs = EnvStore(root).list()
-        table = Table("environment", "python", "requirements", "size", "last used", "state")
+        table = Table("python", "requirements", "size", "last used", "state")
+        table.add_column("environment", overflow="fold")  # the folder name: never cut
         for env in envs:
             record = env.record
             table.add_row(
-                env.folder.name,
                 record.python_version if record else "-",
                 " ".join(record.requirements) if record else "-",
                 _human_size(folder_size(env.folder)),
                 f"{record.last_used_at:%Y-%m-%d %H:%M}" if record else "-",
                 "ready" if env.complete else "incomplete (prune removes it)",
+                env.folder.name,
             )
         Console().print(table)
         typer.echo(f"{len(envs)} environment(s) in {root}", err=True)
