@@ -65,9 +65,22 @@ def prepare_data(context: RunContext) -> DatasetInfo | None:
 
 @hookimpl
 def model_flops(context: RunContext):
-    """GPT: 6·N + 12·L·h·s per token (PaLM appendix B), for every framework that trains it."""
-    if context.case.model != "gpt" or context.case.unit != "tokens/s":
-        return None
-    from harness_cases.gpt_flops import gpt_flops_per_token
+    """Counted from the case's parameters, the same for every framework that trains it.
 
-    return gpt_flops_per_token(context.config.params)
+    GPT: 6·N + 12·L·h·s per token (PaLM appendix B); BERT: per sequence (bert_flops); the
+    CNNs: 3 x the forward convolution and classifier FLOPs per image (cnn_flops).
+    """
+    model, unit = context.case.model, context.case.unit
+    if model == "gpt" and unit == "tokens/s":
+        from harness_cases.gpt_flops import gpt_flops_per_token
+
+        return gpt_flops_per_token(context.config.params)
+    if model == "bert" and unit == "sequences/s":
+        from harness_cases.bert_flops import bert_flops_per_sequence
+
+        return bert_flops_per_sequence(context.config.params)
+    if model in ("resnet50", "mobilenet_v1") and unit == "images/s":
+        from harness_cases.cnn_flops import cnn_flops_per_image
+
+        return cnn_flops_per_image(model, context.config.params)
+    return None
