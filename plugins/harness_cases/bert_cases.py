@@ -14,7 +14,7 @@ BERT_IMMUTABLE = frozenset({
 })
 BERT_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc", "max_steps", "skip_steps",
-    "recompute",
+    "recompute", "amp_level",
 })
 
 # Same code path on a laptop CPU: two small layers, the real sequence length and masking.
@@ -44,6 +44,7 @@ def bert_base_seq128() -> CaseSpec:
             "seq_len": 128, "max_predictions": 20, "dropout": 0.1, "init_std": 0.02,
             "learning_rate": 1.0e-4, "lr_warmup_steps": 10, "weight_decay": 0.01,
             "adam_beta1": 0.9, "adam_beta2": 0.999, "grad_clip": 1.0, "recompute": False,
+            "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
             "num_samples": 16384, "log_interval": 1,
         },
         smoke=BERT_SMOKE,

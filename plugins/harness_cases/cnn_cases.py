@@ -11,7 +11,7 @@ from harness.models import CaseSpec
 CNN_IMMUTABLE = frozenset({"image_size", "num_classes", "width_multiplier"})
 CNN_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc", "max_steps", "skip_steps",
-    "channels_last",
+    "channels_last", "amp_level",
 })
 
 # Laptop-CPU preset: small images and few classes, the real network and optimizer.
@@ -46,6 +46,7 @@ def cnn_case(name: str) -> CaseSpec:
             "image_size": 224, "num_classes": 1000, "width_multiplier": 1.0,
             "learning_rate": lr, "lr_warmup_steps": 10, "momentum": 0.9, "weight_decay": wd,
             "num_samples": 2048, "channels_last": False, "log_interval": 1,
+            "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
         },
         smoke={**CNN_SMOKE, "learning_rate": smoke_lr},
         immutable=CNN_IMMUTABLE,

@@ -92,8 +92,10 @@ def amp_setup(precision: str, device: str, level: str):
     """Return (autocast factory, grad scaler or None, level) for the precision, or exit."""
     if precision == "fp32":
         return (lambda: nullcontext()), None, "O0"
+    if level == "auto":  # pure half-precision weights (O2) on GPUs, as the seeds run; O1 on CPUs
+        level = "O2" if device == "gpu" else "O1"
     if level not in ("O1", "O2"):
-        fail(f"amp_level must be O1 or O2, got {level!r}")
+        fail(f"amp_level must be auto, O1 or O2, got {level!r}")
     if device == "cpu" and precision == "fp16":
         fail("fp16 training needs a GPU; on the CPU use --precision bf16 or fp32")
     if device == "gpu" and precision == "bf16" and not paddle.amp.is_bfloat16_supported():

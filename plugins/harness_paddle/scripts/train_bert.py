@@ -37,7 +37,7 @@ def main() -> int:
     args, s, p = load_config(__doc__)
     rt = Runtime(s["seed"])
     rt.init_data_parallel()
-    autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "O1"))
+    autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "auto"))
     model = BertForPreTraining(p, recompute=bool(p.get("recompute")))
     n_params = model.num_parameters()
     decay = [q.name for q in model.parameters() if len(q.shape) >= 2]

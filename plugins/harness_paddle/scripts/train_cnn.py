@@ -66,7 +66,7 @@ def main() -> int:
     rt.init_data_parallel()
     if p.get("channels_last"):
         fail("channels_last is not available for paddle.vision models; run with --set channels_last=false")
-    autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "O1"))
+    autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "auto"))
     model = build_model(model_args.model, p["num_classes"], p["width_multiplier"])
     n_params = trainable_parameters(model)
     optimizer = paddle.optimizer.Momentum(

@@ -42,7 +42,7 @@ def main() -> int:
     layout = json.loads(args.parallel)
     setup_hybrid(rt, layout, s["seed"])
     autocast, scaler, level = amp_setup(s["precision"], rt.device,
-                                        p.get("amp_level") or ("O2" if rt.device == "gpu" else "O1"))
+                                        p.get("amp_level", "auto"))
     model = GPT(vocab_size=p["vocab_size"], seq_len=p["seq_len"], num_layers=p["num_layers"],
                 hidden_size=p["hidden_size"], num_heads=p["num_heads"],
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
