@@ -7,7 +7,6 @@ one process or under ``python -m paddle.distributed.launch`` for several.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 

@@ -14,12 +14,11 @@ import math
 import sys
 import time
 
-import numpy as np
 import paddle
 
 from gpt_model import GPT, model_flops_per_token
 from gpt_windows import GPTWindows
-from paddle_common import (Runtime, amp_setup, backward_and_step, endless, fail, load_config, log,
+from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
                            lr_at, memory_fields, peak_rss_mb)
 from paddle_parallel import setup_hybrid, shard_optimizer
 

@@ -19,7 +19,6 @@ import sys
 import time
 from contextlib import nullcontext
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
