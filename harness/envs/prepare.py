@@ -66,7 +66,8 @@ def isolated_env(context: RunContext, spec: EnvSpec, framework_package: str,
         framework=context.framework,
         framework_version=version,
         isolated=True,
-        packages=dict(record.packages),
+        # The environment's own Python too: it may differ from the one running harness.
+        packages={"python": record.python_version, **record.packages},
         description=(f"{'reused' if reused else 'built'} isolated environment {folder.name} "
                      f"in {elapsed:.2f} s"),
     )
