@@ -117,7 +117,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
             f"--nproc {nproc} needs {nproc} {request.vendor} devices; this machine has "
             f"{devices.count}. Use --nproc {devices.count} or fewer."
         )
-    nnodes = nnodes or 1
+    nnodes = nnodes or int(case.settings.get("nnodes", 1))  # a case may fix its node count
     vendor_config = pm.hook.vendor_case_config(
         vendor=request.vendor, case=case, framework=framework, nproc=nproc, nnodes=nnodes,
         hardware_config=request.hardware_config,

@@ -82,6 +82,25 @@ def sdpa_core_attention_class():
     return SDPACoreAttention
 
 
+def sequence_parallel_layer_norm_class():
+    """torch LayerNorm that Megatron-core's sequence parallelism can use.
+
+    Megatron-core's own torch-norm wrapper refuses sequence parallelism (its fused norms need
+    apex or Transformer Engine). With sequence parallelism every tensor-parallel rank normalises
+    its own slice of the sequence, so the norm's gradients are partial sums: marking the
+    parameters ``sequence_parallel`` makes ``finalize_model_grads`` all-reduce them over the
+    tensor-parallel group, as it does for the fused norms.
+    """
+
+    class SequenceParallelLayerNorm(torch.nn.LayerNorm):
+        def __init__(self, config, hidden_size: int, eps: float = 1e-5, **_):
+            super().__init__(hidden_size, eps=eps)
+            for param in self.parameters():
+                setattr(param, "sequence_parallel", config.sequence_parallel)
+
+    return SequenceParallelLayerNorm
+
+
 def build_model(p: dict, s: dict, tp: int, pp: int, precision: str):
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
@@ -117,10 +136,18 @@ def build_model(p: dict, s: dict, tp: int, pp: int, precision: str):
         recompute_method="uniform" if recompute == "full" else None,
         recompute_num_layers=1 if recompute == "full" else None,
     )
-    spec = get_gpt_layer_local_spec()
+    layer = get_gpt_layer_local_spec()
     backend = str(p.get("attention_backend", "auto"))
     if backend != "local":
-        spec.submodules.self_attention.submodules.core_attention = sdpa_core_attention_class()
+        layer.submodules.self_attention.submodules.core_attention = sdpa_core_attention_class()
+    norm = sequence_parallel_layer_norm_class()
+    layer.submodules.input_layernorm = norm
+    layer.submodules.pre_mlp_layernorm = norm
+    from megatron.core.transformer.transformer_block import (TransformerBlockSubmodules,
+                                                             get_num_layers_to_build)
+
+    stage_layers = get_num_layers_to_build(config, pp_rank=parallel_state.get_pipeline_model_parallel_rank())
+    spec = TransformerBlockSubmodules(layer_specs=[layer] * stage_layers, layer_norm=norm)
     model = GPTModel(
         config=config,
         transformer_layer_spec=spec,

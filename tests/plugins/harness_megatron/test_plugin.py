@@ -1,0 +1,139 @@
+"""The Megatron plugin: torchrun argv, layout checks, refusal without NVIDIA GPUs, log parsing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.errors import UnavailableError, UserInputError
+from harness.models import DatasetInfo, DeviceInfo, DeviceSet, ExecutionEnv
+from harness.plugin_manager import make_plugin_manager
+from harness.registry import Registry
+from harness.runner.pipeline import RunRequest, plan
+from harness_megatron import plugin
+
+
+@pytest.fixture
+def pm():
+    return make_plugin_manager(load_entrypoints=False)
+
+
+def gpu_context(pm, tmp_path, case, nproc=None, gpus=8, **kw):
+    """Plan on the cpu vendor, then give the context NVIDIA devices (no GPU here)."""
+    context = plan(pm, Registry.from_plugins(pm), RunRequest(
+        case=case, framework="megatron", vendor="cpu", nproc=nproc, output=tmp_path, **kw))
+    devices = DeviceSet(vendor="nvidia", kind="gpu",
+                        devices=[DeviceInfo(index=i, name="NVIDIA H200") for i in range(gpus)])
+    return context.model_copy(update={"devices": devices})
+
+
+ENV = ExecutionEnv(python="/usr/bin/python3", framework="megatron", framework_version="0.19.2")
+DATA = DatasetInfo(kind="gpt-npy", path="/data/gpt", files=["synthetic_ids.npy", "synthetic_idx.npz"],
+                   synthesized=True)
+
+
+def test_matrix_cases_are_registered_for_megatron(pm):
+    registry = Registry.from_plugins(pm)
+    assert "DP_1x1x1_2_1536x16" in registry.cases
+    assert "megatron" in registry.frameworks_for(registry.cases.get("gpt3_1.3B"))
+
+
+def test_argv_single_gpu_is_torchrun_standalone(pm, tmp_path):
+    context = gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16")
+    launch = plugin.run(context=context, env=ENV, dataset=DATA)
+    argv = launch.argv
+    assert argv[:5] == ["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc-per-node=1",
+                        "--standalone"]
+    assert argv[5].endswith("harness_megatron/scripts/train_megatron_gpt.py")
+    assert argv[argv.index("--config") + 1] == str(context.run_dir / "config.json")
+    assert argv[argv.index("--data-prefix") + 1] == "/data/gpt/synthetic"
+    # 6N + 12·L·h·s for hidden 1536 x 16 layers, seq 2048, vocab 50304.
+    assert float(argv[argv.index("--flops-per-token") + 1]) == 3_806_300_160.0
+    assert launch.env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
+    assert launch.env["PYTHONPATH"].split(":")[0].endswith("harness_pytorch/scripts")
+    assert launch.log_format == "megatron" and launch.nproc == 1
+
+
+def test_argv_tensor_parallel_case(pm, tmp_path):
+    context = gpu_context(pm, tmp_path, "2D_2x4x1_16_1536x16")
+    launch = plugin.run(context=context, env=ENV, dataset=DATA)
+    assert "--nproc-per-node=8" in launch.argv
+    assert context.config.params["tensor_parallel_degree"] == 4
+    assert context.config.settings.micro_batch_size == 8
+
+
+def test_argv_multi_node_needs_master_addr(pm, tmp_path, monkeypatch):
+    monkeypatch.delenv("MASTER_ADDR", raising=False)
+    context = gpu_context(pm, tmp_path, "DP_16x1x1_32_1536x16")
+    assert context.config.settings.nnodes == 2
+    with pytest.raises(UserInputError, match="MASTER_ADDR"):
+        plugin.run(context=context, env=ENV, dataset=DATA)
+    monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
+    argv = plugin.run(context=context, env=ENV, dataset=DATA).argv
+    assert "--nnodes=2" in argv and "--rdzv-endpoint=10.0.0.1:29500" in argv
+    assert "--standalone" not in argv
+
+
+def test_layout_must_match_the_name(pm, tmp_path):
+    context = gpu_context(pm, tmp_path, "DP_8x1x1_16_1536x16", nproc=4)
+    with pytest.raises(UserInputError, match="dp 8 x tp 1 x pp 1 = 8 GPUs; this run has 4"):
+        plugin.run(context=context, env=ENV, dataset=DATA)
+
+
+def test_gpt3_cases_run_on_any_world_size(pm, tmp_path):
+    context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=4)
+    assert "--nproc-per-node=4" in plugin.run(context=context, env=ENV, dataset=DATA).argv
+
+
+def test_other_frameworks_are_not_answered(pm, tmp_path):
+    context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_1.3B", framework="pytorch",
+                                                             output=tmp_path))
+    assert plugin.run(context=context, env=ENV, dataset=DATA) is None
+    assert plugin.prepare_env(context=context) is None
+    assert plugin.parse_log(context=context, log_path=tmp_path / "x.log") is None
+
+
+def test_refuses_without_nvidia_gpus(pm, tmp_path):
+    context = plan(pm, Registry.from_plugins(pm), RunRequest(
+        case="DP_1x1x1_2_1536x16", framework="megatron", vendor="cpu", output=tmp_path))
+    with pytest.raises(UnavailableError, match="needs NVIDIA GPUs"):
+        plugin.prepare_env(context=context)
+
+
+def test_refuses_without_megatron_core(pm, tmp_path, monkeypatch):
+    from importlib import util
+
+    real = util.find_spec
+    monkeypatch.setattr(util, "find_spec",
+                        lambda name, *a: None if name.startswith("megatron") else real(name, *a))
+    context = gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16")
+    with pytest.raises(UnavailableError, match="megatron-core"):
+        plugin.prepare_env(context=context)
+
+
+def test_cli_refusal_is_one_line_exit_2(tmp_path):
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "harness", "run", "--vendor", "cpu", "--framework",
+                           "megatron", "--case", "DP_1x1x1_2_1536x16", "--output", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert "needs NVIDIA GPUs" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_parses_the_scripts_iteration_lines(pm, tmp_path):
+    log = tmp_path / "train.log"
+    log.write_text(
+        " iteration        1/      30 | consumed samples:            2 | elapsed time per iteration"
+        " (ms): 912.4 | throughput per GPU (TFLOP/s/GPU): 17.1 | learning rate: 1.500000E-05 |"
+        " global batch size:     2 | lm loss: 1.120117E+01 | loss scale: 1.0 | grad norm: 7.904 |"
+        " number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+        "[Rank 0] (after 30 iterations) memory (MB) | allocated: 9245.8 | max allocated: 13725.3 |"
+        " reserved: 14558.0 | max reserved: 14558.0\n")
+    context = gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16")
+    parsed = plugin.parse_log(context=context, log_path=log)
+    assert parsed.steps[0].step_time_s == pytest.approx(0.9124)
+    assert parsed.steps[0].throughput == pytest.approx(2 * 2048 / 0.9124)
+    assert parsed.peak_memory_bytes == int(13725.3 * 2**20)

@@ -1,0 +1,159 @@
+"""The GPU monitor: sampling a fake NVML, monitor.csv, the summary arithmetic, the execute wrapper."""
+
+from __future__ import annotations
+
+import csv
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from harness import hookimpl
+from harness.errors import UserInputError
+from harness.models import DeviceInfo, DeviceSet, LaunchSpec, ProcessOutcome
+from harness_nvidia.monitor import (CSV_HEADER, GpuMonitor, Sample, interval_from_env,
+                                    summarise)
+
+from .fake_nvml import FakeGpu, make_fake_nvml
+
+
+def test_interval_from_env():
+    assert interval_from_env({}) == 1.0
+    assert interval_from_env({"HARNESS_NVIDIA_MONITOR_INTERVAL_S": "0.25"}) == 0.25
+    assert interval_from_env({"HARNESS_NVIDIA_MONITOR_INTERVAL_S": "off"}) is None
+    assert interval_from_env({"HARNESS_NVIDIA_MONITOR_INTERVAL_S": "0"}) is None
+    with pytest.raises(UserInputError, match="expected seconds"):
+        interval_from_env({"HARNESS_NVIDIA_MONITOR_INTERVAL_S": "fast"})
+
+
+def test_summary_arithmetic_by_hand():
+    # Two GPUs, four samples at 1 s: the first (start-up, idle) is not busy.
+    samples = [
+        Sample(0.0, [1000, 2000], [0, 0], [100.0, 110.0]),
+        Sample(1.0, [5000, 6000], [90, 95], [600.0, 620.0]),
+        Sample(2.0, [7000, 4000], [100, 100], [700.0, 680.0]),
+        Sample(3.0, [6000, 6500], [100, 40], [650.0, 300.0]),  # GPU 1 under 50 %: not busy
+    ]
+    s = summarise(samples, gpus=[0, 1], interval_s=1.0, duration_s=3.0)
+    assert s.peak_memory_bytes == [7000, 6500]
+    assert s.mean_power_w == [pytest.approx(512.5), pytest.approx(427.5)]
+    assert s.mean_utilization_pct == [pytest.approx(72.5), pytest.approx(58.75)]
+    # Busy samples 2 and 3: (600 + 620 + 700 + 680) / 2 = 1300 W for both GPUs together.
+    assert s.busy_power_w == pytest.approx(1300.0) and s.busy_s == 2.0
+    # No energy counter: sampled mean power x duration = (512.5 + 427.5) x 3 s.
+    assert s.energy_j == pytest.approx(2820.0)
+    assert s.energy_source == "sampled power x duration"
+
+
+def test_summary_without_busy_samples_has_no_busy_power():
+    s = summarise([Sample(0.0, [1], [10], [80.0])], gpus=[0], interval_s=1.0)
+    assert s.busy_power_w is None and "busy_power_w" not in s.as_extras("monitor.csv")
+
+
+def test_monitor_samples_fake_nvml_and_writes_csv(tmp_path):
+    gpus = [FakeGpu(used=[1 << 30, 3 << 30, 2 << 30], util=[0, 100, 100],
+                    power_mw=[100_000, 600_000, 650_000], energy_mj=[1_000_000, 1_900_000])]
+    nvml = make_fake_nvml(gpus)
+    monitor = GpuMonitor(nvml, [0], 0.01, tmp_path / "monitor.csv").start()
+    import time
+
+    time.sleep(0.1)
+    summary = monitor.stop()
+    rows = list(csv.reader(open(tmp_path / "monitor.csv", encoding="utf-8")))
+    assert rows[0] == CSV_HEADER
+    assert len(rows) - 1 == summary.samples >= 3
+    assert rows[1][1:] == ["0", "1024", "0", "100.0"]
+    assert summary.peak_memory_bytes == [3 << 30]
+    # Exact energy from NVML's counter: (1,900,000 - 1,000,000) mJ.
+    assert summary.energy_j == pytest.approx(900.0)
+    assert summary.energy_source == "NVML total energy counter"
+    assert summary.busy_power_w == pytest.approx(650.0, rel=0.1)
+
+
+class InnerExecute:
+    """Stands in for the core's execute: 'runs' for a moment and returns an outcome."""
+
+    @hookimpl
+    def execute(self, context, launch, log_path, observer):
+        import time
+
+        time.sleep(0.05)
+        now = datetime.now(timezone.utc)
+        return ProcessOutcome(status="success", exit_code=0, log_path=str(log_path),
+                              started_at=now, finished_at=now)
+
+
+def nvidia_context(tmp_path, nproc=2):
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+    from harness.runner.pipeline import RunRequest, plan
+
+    pm = make_plugin_manager(load_entrypoints=False, blocked={"harness.builtin.core"},
+                             extra=(InnerExecute(),))
+    context = plan(pm, Registry.from_plugins(pm),
+                   RunRequest(case="gpt3_1.3B", vendor="nvidia", nproc=nproc, output=tmp_path))
+    return pm, context
+
+
+def test_execute_wrapper_adds_monitor_summary(monkeypatch, tmp_path):
+    fake = make_fake_nvml([FakeGpu(uuid=f"GPU-{i}", energy_mj=[0, 50_000]) for i in range(4)])
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1,2")
+    monkeypatch.setenv("HARNESS_NVIDIA_MONITOR_INTERVAL_S", "0.01")
+    pm, context = nvidia_context(tmp_path, nproc=2)
+    assert [d.index for d in context.devices.devices] == [3, 1, 2]
+    launch = LaunchSpec(argv=["true"], log_format="megatron")
+    outcome = pm.hook.execute(context=context, launch=launch, log_path=tmp_path / "train.log",
+                              observer=None)
+    extras = outcome.extras
+    assert extras["monitored_gpus"] == [3, 1]  # the first nproc visible GPUs
+    assert extras["monitor_csv"] == "monitor.csv"
+    assert (context.run_dir / "monitor.csv").exists()
+    assert extras["busy_power_w"] == pytest.approx(1000.0)  # 2 GPUs x 500 W at 100 %
+    assert extras["energy_j"] == pytest.approx(100.0)       # 2 x 50,000 mJ
+    assert extras["nvml_peak_memory_bytes"] == [1 << 30, 1 << 30]
+
+
+def test_monitor_off_leaves_outcome_alone(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu() for _ in range(2)]))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("HARNESS_NVIDIA_MONITOR_INTERVAL_S", "off")
+    pm, context = nvidia_context(tmp_path)
+    outcome = pm.hook.execute(context=context, launch=LaunchSpec(argv=["true"], log_format="megatron"),
+                              log_path=tmp_path / "train.log", observer=None)
+    assert outcome.extras == {}
+
+
+def test_launch_gets_visible_devices_and_nvls_off(monkeypatch, tmp_path):
+    from harness_nvidia import plugin
+
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,0")
+    monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
+    pm, context = nvidia_context(tmp_path, nproc=2)
+    assert plugin.used_gpu_indices(context) == [2, 3]
+    gen = plugin.run(context=context, env=None, dataset=None)
+    next(gen)
+    with pytest.raises(StopIteration) as stop:
+        gen.send(LaunchSpec(argv=["x"], log_format="megatron"))
+    env = stop.value.value.env
+    assert env["CUDA_VISIBLE_DEVICES"] == "2,3"
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    assert env["NCCL_NVLS_ENABLE"] == "0"
+
+
+def test_nproc_defaults_to_every_visible_gpu(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+    from harness.runner.pipeline import RunRequest, plan
+
+    pm = make_plugin_manager(load_entrypoints=False)
+    context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_1.3B", vendor="nvidia",
+                                                             output=tmp_path))
+    assert context.config.settings.nproc == 3
+    # The H200 per-case config applies: bf16, micro batch 8, compiled.
+    assert context.config.settings.precision == "bf16"
+    assert context.config.params["compile"] is True

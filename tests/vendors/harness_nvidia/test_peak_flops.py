@@ -1,0 +1,54 @@
+"""The reviewed peak table: lookups by NVML name, precision, and what it refuses to guess."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.models import DeviceInfo, DeviceSet
+from harness_nvidia import plugin
+from harness_nvidia.peak_flops import PEAK_TABLE, peak_flops
+
+T = 1e12
+
+
+@pytest.mark.parametrize("name, precision, expected", [
+    ("NVIDIA H100 80GB HBM3", "bf16", 989.4 * T),   # SXM5
+    ("NVIDIA H200", "bf16", 989.4 * T),
+    ("NVIDIA H200", "fp16", 989.4 * T),
+    ("NVIDIA H100 PCIe", "bf16", 756.0 * T),
+    ("NVIDIA H100 NVL", "bf16", 835.5 * T),
+    ("NVIDIA H200 NVL", "bf16", 835.5 * T),
+    ("NVIDIA A100-SXM4-80GB", "bf16", 312.0 * T),
+    ("NVIDIA A100-PCIE-40GB", "tf32", 156.0 * T),
+    ("Tesla V100-SXM2-16GB", "fp16", 125.0 * T),
+    ("Tesla V100-PCIE-32GB", "fp16", 112.0 * T),
+    ("Tesla V100-SXM2-32GB", "fp32", 15.7 * T),      # no TF32 on Volta: the CUDA-core rate
+])
+def test_table_lookup(name, precision, expected):
+    assert peak_flops(name, precision) == pytest.approx(expected)
+
+
+def test_fp32_runs_use_the_tf32_tensor_core_peak_where_there_is_one():
+    assert peak_flops("NVIDIA H200", "fp32") == pytest.approx(494.7 * T)
+    assert peak_flops("NVIDIA H200", "fp32", tf32_for_fp32=False) == pytest.approx(66.9 * T)
+
+
+def test_unknown_device_or_precision_gives_none_not_a_guess():
+    assert peak_flops("NVIDIA GeForce RTX 4090", "bf16") is None
+    assert peak_flops("Tesla V100-SXM2-16GB", "bf16") is None  # Volta has no bf16
+
+
+def test_dense_figures_only():
+    # Dense bf16 is at most half of the largest sparse datasheet figure (1,979 TFLOPS).
+    assert all(row.get("bf16", 0) <= 990 * T for _, row in PEAK_TABLE)
+
+
+def test_hook_answers_for_nvidia_devices_only():
+    gpus = DeviceSet(vendor="nvidia", kind="gpu",
+                     devices=[DeviceInfo(index=i, name="NVIDIA H200") for i in range(2)])
+    assert plugin.device_peak_flops(devices=gpus, precision="bf16") == pytest.approx(989.4 * T)
+    mixed = gpus.model_copy(update={"devices": [DeviceInfo(index=0, name="NVIDIA H200"),
+                                                 DeviceInfo(index=1, name="NVIDIA A100-SXM4-80GB")]})
+    assert plugin.device_peak_flops(devices=mixed, precision="bf16") is None
+    cpu = DeviceSet(vendor="cpu", kind="cpu", devices=[DeviceInfo(index=0, name="x")])
+    assert plugin.device_peak_flops(devices=cpu, precision="bf16") is None
