@@ -8,6 +8,9 @@ lines (``Speed`` is the whole process, i.e. all its devices)::
     Epoch[0] Batch [9]\tSpeed: 123.45 samples/sec\taccuracy=0.100000\tloss=2.300000\tlr=0.100000
     [Epoch 0] training: accuracy=0.100000
     [Epoch 0] speed: 123 samples/sec\ttime cost: 12.345678
+
+``loss`` is ``mx.metric.Loss`` (the running mean of the loss since the epoch began, like the
+accuracy), logged so that the loss curve is recorded.
 """
 
 from __future__ import annotations

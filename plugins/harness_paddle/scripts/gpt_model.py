@@ -122,7 +122,9 @@ class GPT(nn.Layer):
                 param.set_value(paddle.normal(0.0, std, param.shape))
 
     def num_parameters(self) -> int:
-        return sum(int(p.numel()) for p in self.parameters())
+        """Parameters of the whole model: a tensor-parallel shard counts for all its ranks."""
+        return sum(int(p.numel()) * (self.tp if getattr(p, "is_distributed", False) else 1)
+                   for p in self.parameters())
 
     def forward(self, idx, targets=None):
         positions = paddle.arange(idx.shape[1], dtype="int64")

@@ -46,7 +46,7 @@ def main() -> int:
                 hidden_size=p["hidden_size"], num_heads=p["num_heads"],
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
                 recompute=p["recompute"], tensor_parallel=layout.get("tensor_parallel_degree", 1))
-    n_params = model.num_parameters() * layout.get("tensor_parallel_degree", 1)
+    n_params = model.num_parameters()
     flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
     decay_params = [q.name for q in model.parameters() if len(q.shape) >= 2]
     max_steps = s["max_steps"]

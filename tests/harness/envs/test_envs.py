@@ -95,3 +95,20 @@ def test_spec_for_a_python_version(tmp_path):
     assert spec.python == version and version in spec.folder_name()
     folder, record, _ = ensure_environment(spec, tmp_path)
     assert record.python_version == platform.python_version()  # what the venv really runs
+
+
+def test_concurrent_runs_build_once(tmp_path):
+    """Two processes asking for the same new environment: one builds, the other waits and reuses."""
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from harness.envs import EnvSpec, ensure_environment\n"
+        "_, _, reused = ensure_environment(EnvSpec(name='race', requirements=('six==1.16.0',)),\n"
+        f"                                  Path({str(tmp_path)!r}))\n"
+        "print('reused' if reused else 'built')\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outcomes = sorted(p.communicate(timeout=300)[0].strip() for p in procs)
+    assert outcomes == ["built", "reused"]
+    assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1
