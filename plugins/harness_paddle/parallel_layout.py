@@ -66,7 +66,7 @@ def resolve_layout(config_name: str | None, params: dict, *, model: str, device_
             f"config {config_name} encodes {from_name.describe()} but the parameters ask for "
             f"{from_params.describe()}; drop the conflicting --set or pick another config")
     layout = from_name or from_params
-    where = f"config {config_name}" if from_name else "the case parameters"
+    where = f"config {config_name}" if from_name else "the layout of the case parameters"
     if not layout.hybrid:
         return layout
     if device_kind == "cpu":
