@@ -138,16 +138,28 @@ class GPT(nn.Layer):
                 x = block(x)
         hidden = self.ln_f(x)
         if self.tp > 1:
-            from paddle.distributed.fleet.layers.mpu.mp_ops import _c_identity, _c_concat
-
-            logits = paddle.matmul(_c_identity(hidden, group=None), self.wte.weight, transpose_y=True)
-            logits = _c_concat(logits, group=None)
-        else:
-            logits = paddle.matmul(hidden, self.wte.weight, transpose_y=True)
+            return self._vocab_parallel_head(hidden, targets)
+        logits = paddle.matmul(hidden, self.wte.weight, transpose_y=True)
         if targets is None:
             return logits
         vocab = logits.shape[-1]
         return F.cross_entropy(logits.astype("float32").reshape([-1, vocab]), targets.reshape([-1]))
+
+    def _vocab_parallel_head(self, hidden, targets):
+        """Tied output layer over this rank's vocabulary slice and a vocab-parallel loss
+        (Megatron-style: the full logits are never gathered)."""
+        import paddle.distributed.fleet as fleet
+        from paddle.distributed.fleet.layers.mpu import mp_ops
+        from paddle.distributed.fleet.layers.mpu.mp_layers import ParallelCrossEntropy
+
+        group = fleet.get_hybrid_communicate_group().get_model_parallel_group()
+        # Identity forward; all-reduce of the input gradient over the tensor-parallel group.
+        shared = mp_ops._c_identity(hidden, group=group)
+        logits = paddle.matmul(shared, self.wte.weight, transpose_y=True)  # [b, s, vocab / tp]
+        if targets is None:
+            return mp_ops._c_concat(logits, group=group)
+        loss = ParallelCrossEntropy(mp_group=group)(logits.astype("float32"), targets.unsqueeze(-1))
+        return loss.mean()
 
 
 def model_flops_per_token(num_params: int, num_layers: int, hidden: int, seq_len: int) -> float:
