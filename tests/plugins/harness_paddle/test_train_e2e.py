@@ -55,3 +55,19 @@ def test_resnet50_smoke(harness_cli, tmp_path):
     index = legacy_index(tmp_path, result)
     _check(result, index, "images/s")
     assert index["model_name"].startswith("clas_resnet50_bs") and index["direction_id"] == 0
+
+
+def test_bf16_grad_accumulation_and_recompute(harness_cli, tmp_path):
+    result = smoke_result(harness_cli, "--case", "gpt3_125M", "--framework", "paddle", "--precision",
+                          "bf16", "--max-steps", "8", "--set", "grad_accum_steps=2",
+                          "--set", "recompute=full")
+    assert result["status"] == "success" and result["global_batch_size"] == 16
+    assert result["loss_final"] < result["loss_first"]
+    log = (tmp_path / "results" / result["run_id"] / "train.log").read_text()
+    assert "precision bf16 (amp O1)" in log and "grad accum 2" in log and "recompute full" in log
+
+
+def test_fp16_on_cpu_is_refused(harness_cli):
+    proc = harness_cli("run", "--vendor", "cpu", "--scale", "smoke", "--case", "bert_base_seq128",
+                       "--framework", "paddle", "--precision", "fp16", "--max-steps", "2")
+    assert proc.returncode == 1 and "fp16 training needs a GPU" in proc.stdout + proc.stderr
