@@ -83,6 +83,10 @@ def register(app: typer.Typer, state) -> None:
                     f"{name!r} matches {len(matches)} environments; give a unique prefix. Cached: {known}")
             chosen += matches
         unique = {e.folder: e for e in chosen}
+        for env in list(unique.values()):
+            if store.being_built(env):  # a concurrent run is installing it right now
+                typer.echo(f"skipping {env.folder} (being built)")
+                del unique[env.folder]
         for env in unique.values():
             typer.echo(("would remove " if dry_run else "removing ") + str(env.folder))
             if not dry_run:

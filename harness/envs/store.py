@@ -76,6 +76,24 @@ class EnvStore:
                                    else self.read(folder)))
         return found
 
+    def being_built(self, env: CachedEnv) -> bool:
+        """True while another process holds the build lock of this unfinished build."""
+        import fcntl
+
+        if not env.folder.name.startswith(BUILD_PREFIX):
+            return False
+        target = env.folder.name[len(BUILD_PREFIX):].rsplit(".", 1)[0]
+        lock = self.root / f".{target}.lock"
+        if not lock.exists():
+            return False
+        with open(lock, "a") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
     def remove(self, env: CachedEnv) -> None:
         shutil.rmtree(env.folder, ignore_errors=True)
         if env.record is not None:

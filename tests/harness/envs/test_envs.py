@@ -112,3 +112,20 @@ def test_concurrent_runs_build_once(tmp_path):
     outcomes = sorted(p.communicate(timeout=300)[0].strip() for p in procs)
     assert outcomes == ["built", "reused"]
     assert len([p for p in tmp_path.iterdir() if p.is_dir()]) == 1
+
+
+def test_prune_leaves_a_build_in_progress(tmp_path):
+    import fcntl
+
+    envs = tmp_path / "envs"
+    building = envs / f"{BUILD_PREFIX}small-py3.11-0123456789abcdef.x1y2"
+    building.mkdir(parents=True)
+    with open(envs / ".small-py3.11-0123456789abcdef.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # as ensure_environment holds it while installing
+        env = {"HARNESS_CACHE_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
+        proc = subprocess.run([sys.executable, "-m", "harness", "env", "prune"], capture_output=True,
+                              text=True, env=env)
+        assert proc.returncode == 0 and "being built" in proc.stdout and building.exists()
+    proc = subprocess.run([sys.executable, "-m", "harness", "env", "prune"], capture_output=True,
+                          text=True, env=env)
+    assert not building.exists()
