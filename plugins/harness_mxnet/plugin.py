@@ -66,6 +66,23 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
 
 
 @hookimpl
+def unsupported_reason(context: RunContext) -> str | None:
+    """What the MXNet script would refuse on this machine, said before anything runs."""
+    if context.framework != FRAMEWORK:
+        return None
+    settings = context.config.settings
+    if settings.precision == "bf16":
+        return "MXNet 1.9 Gluon Trainer trains fp32 or fp16, not bf16"
+    if settings.precision == "fp16" and context.devices.kind == "cpu":
+        return "MXNet fp16 training needs a GPU"
+    if settings.nnodes > 1:
+        return "the MXNet plugin trains on one node (multi-node needs a parameter-server launch)"
+    if context.env_mode != "current" and context.vendor not in REQUIREMENTS:
+        return f"no MXNet build known for vendor {context.vendor!r}; use --env current"
+    return None
+
+
+@hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
     if context.framework != FRAMEWORK:
         return None

@@ -74,6 +74,24 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
                         variables={"GLOG_minloglevel": "2"})
 
 
+@hookimpl
+def unsupported_reason(context: RunContext) -> str | None:
+    """What the Paddle scripts would refuse on this machine, said before anything runs."""
+    from harness.errors import HarnessError
+
+    if context.framework != FRAMEWORK:
+        return None
+    if context.config.settings.precision == "fp16" and context.devices.kind == "cpu":
+        return "Paddle fp16 training needs a GPU (on the CPU use bf16 or fp32)"
+    try:
+        _layout_json(context)
+        if context.env_mode != "current":
+            requirement_spec(context.vendor)
+    except HarnessError as exc:
+        return str(exc)
+    return None
+
+
 def _layout_json(context: RunContext) -> str:
     from harness_paddle.parallel_layout import resolve_layout
 

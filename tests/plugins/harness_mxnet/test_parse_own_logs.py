@@ -28,3 +28,4 @@ def test_gluoncv_lines_two_devices(tmp_path):
 def test_other_frameworks_are_not_answered(tmp_path):
     context = plan_context(tmp_path, "mobilenet_v1", "paddle")
     assert plugin.parse_log(context=context, log_path=DATA / "mobilenet_v1_nproc2.log") is None
+

@@ -43,3 +43,21 @@ def test_env_current_needs_paddle_in_this_interpreter(monkeypatch, tmp_path, cap
                  "--scale", "smoke", "--env", "current"])
     err = capsys.readouterr().err
     assert code == 2 and "--env current" in err and "paddlepaddle is not installed" in err
+
+
+def test_unsupported_reasons(tmp_path):
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+    from harness.runner.pipeline import RunRequest, plan
+
+    pm = make_plugin_manager(load_entrypoints=False)
+    registry = Registry.from_plugins(pm)
+
+    def reasons(case="gpt3_125M", **fields):
+        request = RunRequest(case=case, vendor="cpu", framework="paddle", scale="smoke",
+                             output=tmp_path, cache_dir=tmp_path, **fields)
+        return [r for r in pm.hook.unsupported_reason(context=plan(pm, registry, request)) if r]
+
+    assert reasons() == [] and reasons(precision="bf16") == []
+    assert any("needs a GPU" in r for r in reasons(precision="fp16"))
+    assert any("need GPUs" in r for r in reasons(nproc=2, set_pairs=["tensor_parallel_degree=2"]))
