@@ -88,6 +88,44 @@ def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: 
     return model, "single"
 
 
+PROFILE_ENV = "HARNESS_PROFILE_STEPS"
+# Kernel-name fragments -> category, first match wins (cuBLAS/CUTLASS GEMMs on Hopper are
+# nvjet/sm90 kernels; flash and cuDNN attention kernels carry these names).
+KERNEL_CATEGORIES = (("nccl", "communication"), ("flash", "attention"), ("fmha", "attention"),
+                     ("cudnn", "attention"), ("adam", "optimizer"), ("gemm", "matmul"),
+                     ("nvjet", "matmul"), ("sm90_", "matmul"), ("cutlass", "matmul"),
+                     ("triton", "fused elementwise (compiled)"))
+
+
+def profile_window(world_rank: int):
+    """Steps ``a-b`` from HARNESS_PROFILE_STEPS to profile on rank 0, or None (diagnostics only)."""
+    raw = os.environ.get(PROFILE_ENV, "")
+    if not raw or world_rank != 0:
+        return None
+    first, _, last = raw.partition("-")
+    return int(first), int(last or first)
+
+
+def print_kernel_breakdown(prof, steps: int) -> None:
+    """GPU time per kernel category and the top kernels, per profiled step."""
+    totals: dict[str, float] = {}
+    kernels = []
+    for event in prof.key_averages():
+        device_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
+        if event.device_type.name != "CUDA" or device_us <= 0:
+            continue
+        name = event.key.lower()
+        category = next((c for frag, c in KERNEL_CATEGORIES if frag in name), "other")
+        totals[category] = totals.get(category, 0.0) + device_us
+        kernels.append((device_us, event.key))
+    busy = sum(totals.values())
+    log(f"> profile: GPU kernel time per step {busy / steps / 1000:.1f} ms over {steps} steps")
+    for category, us in sorted(totals.items(), key=lambda kv: -kv[1]):
+        log(f">   {category:<30} {us / steps / 1000:8.1f} ms  {us / busy:6.1%}")
+    for us, name in sorted(kernels, reverse=True)[:12]:
+        log(f">   kernel {us / steps / 1000:8.2f} ms  {name[:110]}")
+
+
 def attention_backend_context(name: str):
     """A context choosing scaled_dot_product_attention's kernel: auto, flash, cudnn, efficient."""
     if name == "auto":
@@ -178,7 +216,14 @@ def main() -> int:
     skipped = nan_iters = 0
     interval_start = time.perf_counter()
     interval_loss = 0.0
+    window = profile_window(rank)
+    profiler = None
     for step in range(1, max_steps + 1):
+        if window and step == window[0]:
+            from torch.profiler import ProfilerActivity, profile
+
+            profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+            profiler.__enter__()
         lr = lr_at(step, p["learning_rate"], p["min_learning_rate"], p["lr_warmup_steps"], decay_steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -208,6 +253,10 @@ def main() -> int:
             skipped += 1
         consumed += global_batch
         interval_loss += float(step_loss)  # also synchronises the device before timing
+        if profiler is not None and step == window[1]:
+            profiler.__exit__(None, None, None)
+            print_kernel_breakdown(profiler, window[1] - window[0] + 1)
+            profiler = None
         if step % interval == 0 or step == max_steps:
             if world > 1:
                 reduced = torch.tensor([interval_loss], device=device)
