@@ -25,9 +25,9 @@ class ConsoleObserver(RunObserver):
     def stage(self, name: str, detail: str = "") -> None:
         self.console.print(f"[bold]{name}[/bold] {detail}", highlight=False)
 
-    def start_repeat(self, context, total_steps: int) -> None:
-        fmt_name = self.registry.frameworks.get(context.framework).log_format
-        fmt = self.registry.log_formats.items.get(fmt_name)
+    def start_repeat(self, context, total_steps: int, log_format: str) -> None:
+        # The launch names its log format: one framework prints different lines per model.
+        fmt = self.registry.log_formats.items.get(log_format)
         seq_len = context.config.params.get("seq_len")
         self.parser = fmt.new_parser(seq_len=seq_len) if fmt else None
         self.total = total_steps

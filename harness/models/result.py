@@ -42,6 +42,7 @@ class RepeatResult(BaseModel):
     final_result: float | None
     step_time: StepTimeStats | None = None
     log_file: str
+    log_format: str | None = Field(None, description="Log format the launch printed (reports re-read the log with it).")
     duration_s: float
 
 

@@ -26,7 +26,8 @@ def log_step_reader(registry: Registry):
             framework = registry.frameworks.get(run.result.framework)
         except HarnessError:
             return None
-        log_format = registry.log_formats.items.get(framework.log_format)
+        recorded = run.result.repeats[0].log_format if run.result.repeats else None
+        log_format = registry.log_formats.items.get(recorded or framework.log_format)
         if log_format is None:
             return None
         return log_format.parse_file(path, seq_len=run.result.config.params.get("seq_len")).steps

@@ -67,7 +67,7 @@ class RunObserver:
     def stage(self, name: str, detail: str = "") -> None:  # noqa: D401 - simple hook
         pass
 
-    def start_repeat(self, context: RunContext, total_steps: int) -> None:
+    def start_repeat(self, context: RunContext, total_steps: int, log_format: str) -> None:
         pass
 
     def on_line(self, line: str) -> None:
@@ -118,6 +118,8 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
             f"{devices.count}. Use --nproc {devices.count} or fewer."
         )
     nnodes = nnodes or int(case.settings.get("nnodes", 1))  # a case may fix its node count
+    if parsed.repeat and request.repeat == 1:
+        request.repeat = parsed.repeat  # the case string's repeat field, unless --repeat was given
     vendor_config = pm.hook.vendor_case_config(
         vendor=request.vendor, case=case, framework=framework, nproc=nproc, nnodes=nnodes,
         hardware_config=request.hardware_config,
@@ -160,7 +162,8 @@ def _default_framework(registry: Registry, case: CaseSpec) -> str:
 
 
 def _summarise_repeat(
-    context: RunContext, index: int, outcome: ProcessOutcome, parsed: ParsedLog | None
+    context: RunContext, index: int, outcome: ProcessOutcome, parsed: ParsedLog | None,
+    log_format: str,
 ) -> tuple[RepeatResult, str | None]:
     """Turn one repeat's outcome and parsed log into a RepeatResult and a failure reason."""
     status, reason = outcome.status, outcome.reason
@@ -181,6 +184,7 @@ def _summarise_repeat(
         final_result=final,
         step_time=stats,
         log_file=Path(outcome.log_path).name,
+        log_format=log_format,
         duration_s=outcome.duration_s,
     )
     return repeat, reason
@@ -220,7 +224,7 @@ def execute(
             raise UnavailableError(f"framework {context.framework!r} produced no launch")
         log_path = run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
         observer.stage("train", f"repeat {index}/{request.repeat}")
-        observer.start_repeat(ctx, settings.max_steps)
+        observer.start_repeat(ctx, settings.max_steps, launch.log_format)
         try:
             outcome: ProcessOutcome = pm.hook.execute(
                 context=ctx, launch=launch, log_path=log_path, observer=observer
@@ -228,7 +232,7 @@ def execute(
         finally:
             observer.end_repeat()
         parsed: ParsedLog | None = pm.hook.parse_log(context=ctx, log_path=log_path)
-        repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, parsed)
+        repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, parsed, launch.log_format)
         repeats.append(repeat)
         extras.update(outcome.extras)
         if parsed is not None and parsed.peak_memory_bytes:

@@ -73,10 +73,10 @@ class SweepObserver(RunObserver):
     def stage(self, name: str, detail: str = "") -> None:
         self.inner.stage(name, detail)
 
-    def start_repeat(self, context, total_steps: int) -> None:
+    def start_repeat(self, context, total_steps: int, log_format: str) -> None:
         if context.repeat_index > 1:
             self.emit(self.progress.headline(f"{self.description}, repeat {context.repeat_index}"))
-        self.inner.start_repeat(context, total_steps)
+        self.inner.start_repeat(context, total_steps, log_format)
 
     def on_line(self, line: str) -> None:
         self.inner.on_line(line)

@@ -175,8 +175,8 @@ def test_progress_estimate_and_observer_forwarding():
         def stage(self, name, detail=""):
             self.events.append(("stage", name))
 
-        def start_repeat(self, context, total_steps):
-            self.events.append(("start", total_steps))
+        def start_repeat(self, context, total_steps, log_format):
+            self.events.append(("start", total_steps, log_format))
 
         def on_line(self, line):
             self.events.append(("line", line))
@@ -191,10 +191,10 @@ def test_progress_estimate_and_observer_forwarding():
         repeat_index = 2
 
     observer.stage("train")
-    observer.start_repeat(Ctx(), 10)
+    observer.start_repeat(Ctx(), 10, "megatron")
     observer.on_line("x")
     observer.end_repeat()
-    assert inner.events == [("stage", "train"), ("start", 10), ("line", "x"), ("end",)]
+    assert inner.events == [("stage", "train"), ("start", 10, "megatron"), ("line", "x"), ("end",)]
     assert emitted == ["sweep: run 2 of 4 | elapsed 0:25 | about 1:00 left | toy, repeat 2"]
 
 
