@@ -125,7 +125,7 @@ _NLP_STEP_KEYS = ("global step", "total step:", "tobal step:")
 
 # Fast path: the two layouts PaddleNLP actually prints, read by one anchored match.
 _NLP_FAST = re.compile(
-    r"(?:global step|total step:|tobal step:) (\d+), epoch: \d+, batch: \d+, loss: ([^,]+), "
+    r"(?:global step:?|total step:|tobal step:) (\d+), epoch: \d+, batch: \d+, loss: ([^,]+), "
     r"avg_reader_cost: [^,]+ sec, avg_batch_cost: ([^,]+) sec, "
     r"(?:avg_samples: ([^,]+), ips: ([^ ,]+) ([A-Za-z.]+/s(?:ec)?)"
     r"|speed: [^,]+ step/s, ips_total: ([^ ,]+) ([A-Za-z.]+/s(?:ec)?), ips: [^,]+, learning rate: ([^ ,\n]+))"
