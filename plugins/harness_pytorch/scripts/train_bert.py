@@ -190,9 +190,15 @@ def main() -> int:
                  ("final_loss", f"{value:.5f}", "None"), ("raw_train_time", f"{raw:.3f}", "s")])
         log("> training finished")
     if world > 1:
-        dist.destroy_process_group()
+        dist.barrier()  # leave together
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # Exit without the interpreter's teardown: there, torch 2.13's gloo threads are destroyed
+    # in an order that intermittently aborts a finished rank ("terminate called without an
+    # active exception", SIGABRT) and fails a run whose training completed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)

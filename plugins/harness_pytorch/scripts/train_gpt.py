@@ -289,9 +289,15 @@ def main() -> int:
         log(f"[Rank 0] (after {max_steps} iterations) peak memory (MB): {peak_mb:.1f} ({source}, max over ranks)")
         log("> training finished")
     if world > 1:
-        dist.destroy_process_group()
+        dist.barrier()  # leave together
     return 0 if nan_iters == 0 else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_code = main()
+    # Exit without the interpreter's teardown: there, torch 2.13's gloo threads are destroyed
+    # in an order that intermittently aborts a finished rank ("terminate called without an
+    # active exception", SIGABRT) and fails a run whose training completed.
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)
