@@ -284,7 +284,7 @@ def _build_result(context, env, dataset, repeats, first_parsed, reason, extras, 
         run_mode=settings.run_mode,
         precision=settings.precision,
         micro_batch_size=settings.micro_batch_size,
-        global_batch_size=settings.global_batch_size,
+        global_batch_size=_global_batch_size(settings, first_parsed),
         max_steps=settings.max_steps,
         steps_completed=max((s.step for s in steps), default=0),
         skip_steps=settings.skip_steps,
@@ -305,6 +305,13 @@ def _build_result(context, env, dataset, repeats, first_parsed, reason, extras, 
         finished_at=_utcnow(),
         log_file=repeats[0].log_file if repeats else "train.log",
     )
+
+
+def _global_batch_size(settings, parsed: ParsedLog | None) -> int:
+    """The log's own global batch where it prints one: under tensor or pipeline parallelism
+    only some processes hold data replicas, which the core cannot know."""
+    logged = parsed.meta.get("global_batch_size") if parsed else None
+    return logged if isinstance(logged, int) and logged > 0 else settings.global_batch_size
 
 
 def _efficiency(pm: pluggy.PluginManager, context: RunContext, result: BenchmarkResult):

@@ -234,3 +234,13 @@ def test_parsed_log_with_nan_marks_failure(toy, tmp_path):
                          cache_dir=tmp_path / "c")
     result = run_benchmark(pm, request).result
     assert result.status == "failed" and "non-finite loss" in result.failure_reason
+
+
+def test_global_batch_comes_from_the_log_when_it_prints_one(toy, tmp_path):
+    # The toy framework prints "global batch size: 8" while settings say 8 x 1 x 1 = 8 by
+    # default; a vendor config of width 8 and micro batch 2 makes them differ.
+    pm, _ = toy
+    request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
+                         cache_dir=tmp_path / "c", batch_size=2)
+    result = run_benchmark(pm, request).result
+    assert result.micro_batch_size == 2 and result.global_batch_size == 8
