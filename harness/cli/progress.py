@@ -36,6 +36,9 @@ class ConsoleObserver(RunObserver):
             TextColumn("[progress.description]{task.description}"), BarColumn(),
             MofNCompleteColumn(), TextColumn("{task.fields[speed]}"), TimeElapsedColumn(),
             console=self.console, transient=False,
+            # Redraw twice a second, not rich's default ten: on a small CPU box the training
+            # processes should get the cycles, and steps rarely come faster than that.
+            refresh_per_second=2,
         )
         self.task = self.progress.add_task("training", total=total_steps, speed="")
         self.progress.start()
