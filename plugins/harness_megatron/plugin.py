@@ -110,7 +110,11 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     from harness_cases.gpt_flops import gpt_flops_per_token
 
     flops = gpt_flops_per_token(context.config.params).per_unit
-    path = os.pathsep.join(filter(None, [str(_pytorch_scripts()), os.environ.get("PYTHONPATH")]))
+    from harness_cases.readers import READERS_DIR
+
+    # gpt_dataset.py of the PyTorch plugin reads the data through the shared readers.
+    path = os.pathsep.join(filter(None, [str(_pytorch_scripts()), str(READERS_DIR),
+                                         os.environ.get("PYTHONPATH")]))
     launch_env = {
         **env.env,
         "PYTHONPATH": path,

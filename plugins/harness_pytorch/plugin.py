@@ -84,11 +84,12 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
             argv += [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d",
                      f"--rdzv-endpoint={rendezvous_endpoint()}"]
         argv += script_args
-    variables = dict(env.env)
-    if model != "gpt":
-        from harness_cases.readers import READERS_DIR
+    from harness_cases.readers import READERS_DIR
 
-        variables["PYTHONPATH"] = os.pathsep.join([str(SCRIPTS), str(READERS_DIR)])
+    # The scripts import the framework-neutral dataset readers of harness_cases; packages the
+    # user put on PYTHONPATH stay visible behind them.
+    path = [str(SCRIPTS), str(READERS_DIR), os.environ.get("PYTHONPATH", "")]
+    variables = {**env.env, "PYTHONPATH": os.pathsep.join(filter(None, path))}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format=LOG_FORMATS.get(model, "megatron"),
                       description=f"torch {env.framework_version}")

@@ -1,52 +1,27 @@
-"""Reads the PaddleNLP/FlagPerf GPT format (``*_ids.npy`` + ``*_idx.npz``) as (input, target) windows."""
+"""The PaddleNLP/FlagPerf GPT format (``*_ids.npy`` + ``*_idx.npz``) as a torch Dataset.
+
+The window logic is the framework-neutral reader ``harness_cases/readers/gpt_windows.py``
+(shared with the Paddle script, so both frameworks see the same samples); the plugin puts
+that folder on the script's PYTHONPATH.
+"""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 from torch.utils.data import Dataset
 
+from gpt_windows import GPTWindows
+
 
 class GPTWindowDataset(Dataset):
-    """Documents in a seeded shuffled order, concatenated, cut into ``seq_len + 1`` windows.
-
-    Token ids are memory-mapped; a window may span document boundaries, as in Megatron-LM.
-    """
+    """(input, target) token windows; a window may span document boundaries, as in Megatron-LM."""
 
     def __init__(self, prefix: str, seq_len: int, seed: int, vocab_size: int | None = None):
-        self.tokens = np.load(f"{prefix}_ids.npy", mmap_mode="r")
-        lens = np.load(f"{prefix}_idx.npz")["lens"].astype(np.int64)
-        if lens.sum() != len(self.tokens):
-            raise ValueError(f"{prefix}: document lengths sum to {lens.sum()}, ids hold {len(self.tokens)}")
-        starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
-        order = np.random.default_rng(seed).permutation(len(lens))
-        self.doc_starts = starts[order]
-        self.doc_lens = lens[order]
-        self.doc_ends = np.cumsum(self.doc_lens)  # end offsets in the shuffled concatenation
-        self.seq_len = seq_len
-        self.num_samples = (int(self.doc_ends[-1]) - 1) // seq_len
-        if self.num_samples < 1:
-            raise ValueError(f"{prefix}: {len(self.tokens)} tokens are fewer than one sequence")
-        self.vocab_size = vocab_size
+        self.windows = GPTWindows(prefix, seq_len, seed, vocab_size)
 
     def __len__(self) -> int:
-        return self.num_samples
-
-    def _window(self, begin: int, length: int) -> np.ndarray:
-        out = np.empty(length, dtype=np.int64)
-        filled = 0
-        doc = int(np.searchsorted(self.doc_ends, begin, side="right"))
-        offset = begin - (int(self.doc_ends[doc - 1]) if doc else 0)
-        while filled < length:
-            take = min(length - filled, int(self.doc_lens[doc]) - offset)
-            start = int(self.doc_starts[doc]) + offset
-            out[filled:filled + take] = self.tokens[start:start + take]
-            filled += take
-            doc, offset = doc + 1, 0
-        return out
+        return len(self.windows)
 
     def __getitem__(self, index: int):
-        window = torch.from_numpy(self._window(index * self.seq_len, self.seq_len + 1))
-        if self.vocab_size is not None and int(window.max()) >= self.vocab_size:
-            raise ValueError(f"token id {int(window.max())} >= vocab size {self.vocab_size}")
-        return window[:-1], window[1:]
+        inputs, targets = self.windows.window(index)
+        return torch.from_numpy(inputs), torch.from_numpy(targets)

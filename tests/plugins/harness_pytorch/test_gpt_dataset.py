@@ -10,7 +10,8 @@ import pytest
 
 torch = pytest.importorskip("torch")
 SCRIPTS = Path(__file__).resolve().parents[3] / "plugins" / "harness_pytorch" / "scripts"
-sys.path.insert(0, str(SCRIPTS))
+READERS = SCRIPTS.parents[1] / "harness_cases" / "readers"
+sys.path[:0] = [str(SCRIPTS), str(READERS)]
 from gpt_dataset import GPTWindowDataset  # noqa: E402
 from gpt_model import GPT, model_flops_per_token  # noqa: E402
 
