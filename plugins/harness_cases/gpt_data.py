@@ -65,3 +65,19 @@ def ensure_gpt_dataset(root: Path, vocab_size: int, seed: int,
         shutil.rmtree(staging, ignore_errors=True)
         raise
     return target, files, True
+
+
+def find_real_gpt_dataset(root: Path) -> tuple[Path, list[str]] | None:
+    """A dataset the user placed in ``--data-dir`` (or its ``gpt-npy/``), if there is one.
+
+    Any ``<prefix>_ids.npy`` with its ``<prefix>_idx.npz`` that harness did not synthesise,
+    e.g. PaddleNLP's ``gpt_en_dataset_300m``; the first in name order is used.
+    """
+    for folder in (root, root / "gpt-npy"):
+        if not folder.is_dir():
+            continue
+        for ids in sorted(folder.glob("*_ids.npy")):
+            prefix = ids.name.removesuffix("_ids.npy")
+            if not prefix.startswith("synthetic_") and (folder / f"{prefix}_idx.npz").is_file():
+                return folder, [ids.name, f"{prefix}_idx.npz"]
+    return None

@@ -17,8 +17,13 @@ def register_cases(register) -> None:
 
 
 def _gpt_npy(context: RunContext) -> DatasetInfo:
-    from harness_cases.gpt_data import ensure_gpt_dataset
+    from harness_cases.gpt_data import ensure_gpt_dataset, find_real_gpt_dataset
 
+    real = find_real_gpt_dataset(context.data_dir)
+    if real is not None:  # e.g. PaddleNLP's gpt_en_dataset_300m_ids.npy / _idx.npz
+        folder, files = real
+        return DatasetInfo(kind="gpt-npy", path=str(folder), files=files, synthesized=False,
+                           description=f"user dataset {files[0].removesuffix('_ids.npy')}")
     vocab = int(context.config.params["vocab_size"])
     seed = context.config.settings.seed
     folder, files, created = ensure_gpt_dataset(context.data_dir, vocab, seed)

@@ -31,3 +31,15 @@ def test_no_half_written_dataset_is_left(tmp_path):
     ensure_gpt_dataset(tmp_path, vocab_size=500, seed=1, num_tokens=10_000)
     leftovers = [p.name for p in (tmp_path / "gpt-npy").iterdir() if p.name.startswith(".")]
     assert leftovers == []
+
+
+def test_a_real_dataset_in_the_data_dir_is_preferred(tmp_path):
+    from harness_cases.gpt_data import find_real_gpt_dataset
+
+    ensure_gpt_dataset(tmp_path, vocab_size=500, seed=1, num_tokens=10_000)
+    assert find_real_gpt_dataset(tmp_path) is None  # synthetic data does not count
+    np.save(tmp_path / "gpt_en_dataset_300m_ids.npy", np.arange(100, dtype=np.uint16))
+    assert find_real_gpt_dataset(tmp_path) is None  # no index file yet
+    np.savez(tmp_path / "gpt_en_dataset_300m_idx.npz", lens=np.array([100]), docs=np.arange(2))
+    assert find_real_gpt_dataset(tmp_path) == (tmp_path, ["gpt_en_dataset_300m_ids.npy",
+                                                           "gpt_en_dataset_300m_idx.npz"])
