@@ -55,7 +55,7 @@ def register(app: typer.Typer, state) -> None:
             "--set", help="Override any setting or hyper-parameter: --set key=value (repeatable).")] = None,
         repeat: Annotated[int, typer.Option(min=1, help="Run N times; report the median.")] = 1,
         output: Annotated[Path, typer.Option(help="Results folder (run folders and harness.db).")] = Path("results"),
-        data_dir: Annotated[Optional[Path], typer.Option(help="Dataset root (default: the cache).")] = None,
+        data_dir: Annotated[Optional[Path], typer.Option(help="Dataset root (default: the cache). A real dataset placed there, e.g. PaddleNLP gpt_en_dataset_300m_ids.npy/_idx.npz, is used instead of synthetic data.")] = None,
         env: Annotated[EnvChoice, typer.Option(
             help="auto: the framework plugin's environment; current: this interpreter.")] = EnvChoice.auto,
         hardware_config: Annotated[Optional[str], typer.Option(
