@@ -120,7 +120,7 @@ def main() -> int:
             print(proc.stdout[-2000:], proc.stderr[-2000:], file=sys.stderr)
             return 1
         document = json.loads(proc.stdout)
-        ingest = document["result"]["device_metrics"]["ingest"]
+        ingest = document["result"]["log_summary"]
         assert ingest["steps_parsed"] == steps, (ingest["steps_parsed"], steps)
         report = {
             "command": " ".join(["harness parse LOG", *extra, "--json"]),

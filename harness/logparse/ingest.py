@@ -24,7 +24,7 @@ from harness.logparse.methods import (
 from harness.metrics import percentile
 from harness.logparse.summary import StreamedLog, stream_log
 from harness.models import BenchmarkResult, CaseSpec, LegacyIndex, ResolvedConfig, RunSettings
-from harness.models.result import EnvironmentFingerprint, StepTimeStats, Throughput
+from harness.models.result import EnvironmentFingerprint, LogSummary, StepTimeStats, Throughput
 from harness.registry import Registry
 from harness.results_io import atomic_write_text, legacy_file_name, legacy_index
 
@@ -207,21 +207,18 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
         step_time=_step_time(streamed, skip_used),
         loss_first=loss.first, loss_final=loss.last,
         peak_memory_bytes=parsed.peak_memory_bytes or summary.memory_bytes,
-        device_metrics={
-            "ingest": {
-                "format": fmt.name,
-                "lines": streamed.lines,
-                "steps_parsed": summary.count,
-                "first_step": summary.first_step,
-                "last_step": summary.last_step,
-                "framework_reported": parsed.framework_reported,
-                "loss_curve": loss.points,
-                "learning_rate_curve": summary.learning_rate.points,
-                "learning_rate_final": summary.learning_rate.last,
-                "log_meta": {k: v for k, v in parsed.meta.items() if _is_plain(v)},
-                "notes": notes,
-            }
-        },
+        log_summary=LogSummary(
+            format=fmt.name,
+            lines=streamed.lines,
+            steps_parsed=summary.count,
+            first_step=summary.first_step,
+            last_step=summary.last_step,
+            framework_reported=parsed.framework_reported,
+            loss_curve=loss.points,
+            learning_rate_curve=summary.learning_rate.points,
+            meta={k: v for k, v in parsed.meta.items() if _is_plain(v)},
+            notes=notes,
+        ),
         status=status, failure_reason=reason,
         config_hash=config.config_hash, config=config,
         environment=EnvironmentFingerprint(harness_version=__version__, python="unknown",

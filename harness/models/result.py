@@ -46,6 +46,21 @@ class RepeatResult(BaseModel):
     duration_s: float
 
 
+class LogSummary(BaseModel):
+    """What was read from the training log: curves are thinned to at most 512 points."""
+
+    format: str
+    lines: int | None = Field(None, description="Lines read (ingested logs).")
+    steps_parsed: int
+    first_step: int | None = None
+    last_step: int | None = None
+    framework_reported: float | None = Field(None, description="Final figure the framework printed.")
+    loss_curve: list[tuple[int, float]] = Field(default_factory=list, description="(step, loss) pairs.")
+    learning_rate_curve: list[tuple[int, float]] = Field(default_factory=list)
+    meta: dict[str, Any] = Field(default_factory=dict, description="Batch size, GPU count, ... from the log.")
+    notes: list[str] = Field(default_factory=list)
+
+
 class EnvironmentFingerprint(BaseModel):
     harness_version: str
     python: str
@@ -87,6 +102,7 @@ class BenchmarkResult(BaseModel):
     efficiency: Efficiency | None = Field(
         None, description="MFU and energy per unit, computed from the model's FLOPs formula, "
                           "the vendor's peak table and the vendor's power readings.")
+    log_summary: LogSummary | None = Field(None, description="Curves and facts read from the log.")
     device_metrics: dict[str, Any] = Field(
         default_factory=dict, description="Vendor measurements: NVML peak memory, power, energy."
     )

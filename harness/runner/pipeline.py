@@ -20,7 +20,7 @@ from harness.metrics import (
 )
 from harness.models import BenchmarkResult, DeviceSet, ParsedLog, ProcessOutcome
 from harness.models.context import RunContext
-from harness.models.result import RepeatResult, Throughput
+from harness.models.result import LogSummary, RepeatResult, Throughput
 from harness.registry import Registry
 from harness.results_io import atomic_write_text, new_run_id, write_run_files
 from harness.store import ResultStore
@@ -293,6 +293,7 @@ def _build_result(context, env, dataset, repeats, first_parsed, reason, extras, 
         loss_first=losses[0] if losses else None,
         loss_final=losses[-1] if losses else None,
         peak_memory_bytes=peak_memory,
+        log_summary=_log_summary(first_parsed, repeats[0].log_format if repeats else None),
         device_metrics=extras,
         repeats=repeats,
         status=status,
@@ -304,6 +305,32 @@ def _build_result(context, env, dataset, repeats, first_parsed, reason, extras, 
         started_at=started,
         finished_at=_utcnow(),
         log_file=repeats[0].log_file if repeats else "train.log",
+    )
+
+
+def _log_summary(parsed: ParsedLog | None, log_format: str | None) -> LogSummary | None:
+    """Loss and learning-rate curves of the first repeat, thinned like an ingested log's."""
+    if parsed is None:
+        return None
+    from harness.logparse.summary import Curve
+
+    loss, learning_rate = Curve(), Curve()
+    for step in parsed.steps:
+        if step.loss is not None:
+            loss.add(step.step, step.loss)
+        if step.learning_rate is not None:
+            learning_rate.add(step.step, step.learning_rate)
+    meta = {k: v for k, v in parsed.meta.items() if isinstance(v, (str, int, float, bool))}
+    return LogSummary(
+        format=log_format or parsed.format,
+        steps_parsed=len(parsed.steps),
+        first_step=parsed.steps[0].step if parsed.steps else None,
+        last_step=parsed.steps[-1].step if parsed.steps else None,
+        framework_reported=parsed.framework_reported,
+        loss_curve=loss.points,
+        learning_rate_curve=learning_rate.points,
+        meta=meta,
+        notes=parsed.errors[-5:],
     )
 
 

@@ -244,3 +244,10 @@ def test_global_batch_comes_from_the_log_when_it_prints_one(toy, tmp_path):
                          cache_dir=tmp_path / "c", batch_size=2)
     result = run_benchmark(pm, request).result
     assert result.micro_batch_size == 2 and result.global_batch_size == 8
+
+
+def test_result_carries_the_loss_curve_of_the_log(toy_report):
+    summary = toy_report[0].result.log_summary
+    assert summary.format == "megatron" and summary.steps_parsed == 3
+    assert summary.loss_curve == [(1, 3.0), (2, 1.5), (3, 1.0)]
+    assert (summary.first_step, summary.last_step) == (1, 3)
