@@ -13,7 +13,6 @@ Prints DLLogger lines, which harness parses::
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -27,6 +26,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from bert_hdf5 import BertSamples
 from dll import dll
+from torch_setup import read_config, start_runtime
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -82,19 +82,9 @@ def main() -> int:
     parser.add_argument("--config", required=True)
     parser.add_argument("--data", required=True, help="NGC BERT HDF5 file")
     args = parser.parse_args()
-    with open(args.config, encoding="utf-8") as handle:
-        cfg = json.load(handle)
-    s, p = cfg["settings"], cfg["params"]
-    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
-        device = torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-    if world > 1:
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    torch.manual_seed(s["seed"])
+    s, p = read_config(args.config)
+    runtime = start_runtime(s["seed"])
+    device, world, rank = runtime.device, runtime.world, runtime.rank
     precision = s["precision"]
     if precision == "fp16" and device.type == "cpu":
         log("error: fp16 training needs a GPU; on the CPU use --precision bf16 or fp32")

@@ -11,7 +11,6 @@ DLLogger lines of NVIDIA's NGC PyTorch ResNet-50 (``*_ips`` are for the whole jo
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import resource
@@ -26,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from cnn_models import build_model, trainable_parameters
 from dll import dll
+from torch_setup import read_config, start_runtime
 from image_records import ImageRecords
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -60,19 +60,9 @@ def main() -> int:
     parser.add_argument("--data", required=True, help="folder of the uint8 image records")
     parser.add_argument("--model", required=True, choices=["resnet50", "mobilenet_v1"])
     args = parser.parse_args()
-    with open(args.config, encoding="utf-8") as handle:
-        cfg = json.load(handle)
-    s, p = cfg["settings"], cfg["params"]
-    world, rank = int(os.environ.get("WORLD_SIZE", "1")), int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
-        device = torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-    else:
-        device = torch.device("cpu")
-    if world > 1:
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    torch.manual_seed(s["seed"])
+    s, p = read_config(args.config)
+    runtime = start_runtime(s["seed"])
+    device, world, rank = runtime.device, runtime.world, runtime.rank
     precision = s["precision"]
     if precision == "fp16" and device.type == "cpu":
         log("error: fp16 training needs a GPU; on the CPU use --precision bf16 or fp32")

@@ -8,7 +8,6 @@ iteration lines, which harness parses.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import resource
@@ -21,6 +20,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
+from torch_setup import read_config, start_runtime
 from gpt_model import GPT, model_flops_per_token
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -145,23 +145,9 @@ def main() -> int:
     parser.add_argument("--config", required=True, help="resolved config JSON written by harness")
     parser.add_argument("--data-prefix", required=True, help="path prefix of *_ids.npy/*_idx.npz")
     args = parser.parse_args()
-    with open(args.config, encoding="utf-8") as handle:
-        cfg = json.load(handle)
-    s, p = cfg["settings"], cfg["params"]
-
-    world = int(os.environ.get("WORLD_SIZE", "1"))
-    rank = int(os.environ.get("RANK", "0"))
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    if torch.cuda.is_available():
-        device = torch.device("cuda", local_rank)
-        torch.cuda.set_device(device)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
-    else:
-        device = torch.device("cpu")
-    if world > 1:
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
-    torch.manual_seed(s["seed"])
+    s, p = read_config(args.config)
+    runtime = start_runtime(s["seed"])
+    device, world, rank = runtime.device, runtime.world, runtime.rank
 
     precision = s["precision"]
     if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():

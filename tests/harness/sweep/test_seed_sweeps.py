@@ -1,6 +1,6 @@
 """The seed documents' matrices, shipped as sweeps/*.toml, expand to exactly their tables.
 
-The expected values are copied from the seeds' tables (see /work/shared/seeds in the project
+The expected values are copied from the seeds' tables (see ../shared/seeds beside the project
 notes): each test lists the table's rows and columns and checks the expansion against them.
 """
 

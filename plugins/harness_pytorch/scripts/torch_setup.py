@@ -1,0 +1,42 @@
+"""Start-up shared by the PyTorch training scripts: the resolved config, device and process group."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+
+import torch
+import torch.distributed as dist
+
+
+@dataclass(frozen=True)
+class Runtime:
+    device: torch.device
+    world: int
+    rank: int
+
+
+def read_config(path: str) -> tuple[dict, dict]:
+    """(settings, params) of the resolved config harness wrote for this run."""
+    with open(path, encoding="utf-8") as handle:
+        config = json.load(handle)
+    return config["settings"], config["params"]
+
+
+def start_runtime(seed: int) -> Runtime:
+    """Pick this rank's device (torchrun sets WORLD_SIZE/RANK/LOCAL_RANK), join the process
+    group when there are several ranks (NCCL on GPUs, gloo on CPUs) and seed torch."""
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    rank = int(os.environ.get("RANK", "0"))
+    if torch.cuda.is_available():
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+    else:
+        device = torch.device("cpu")
+    if world > 1:
+        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+    torch.manual_seed(seed)
+    return Runtime(device=device, world=world, rank=rank)
