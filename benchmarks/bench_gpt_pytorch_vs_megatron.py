@@ -26,7 +26,9 @@ FRAMEWORKS = ("pytorch", "megatron")
 def run_case(framework: str, args: argparse.Namespace) -> dict:
     argv = [sys.executable, "-m", "harness", "run", "--vendor", "nvidia", "--case", args.case,
             "--framework", framework, "--max-steps", str(args.max_steps),
-            "--set", f"skip_steps={args.skip_steps}", "--output", str(args.output), "--json",
+            "--set", f"skip_steps={args.skip_steps}",
+            # Equal settings whatever each framework's vendor default is.
+            "--set", f"grad_accum_steps={args.grad_accum}", "--output", str(args.output), "--json",
             *[item for pair in args.set for item in ("--set", pair)]]
     print(f"$ {' '.join(argv[1:])}", file=sys.stderr, flush=True)
     done = subprocess.run(argv, capture_output=True, text=True)
@@ -67,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-steps", type=int, default=30)
     parser.add_argument("--skip-steps", type=int, default=10)
     parser.add_argument("--output", type=Path, default=Path("results/side_by_side"))
+    parser.add_argument("--grad-accum", type=int, default=1,
+                        help="micro-batches per step for both runs (the measured figures used 1)")
     parser.add_argument("--set", action="append", default=[], help="extra key=value for both runs")
     parser.add_argument("--json-out", type=Path, help="write the table and both results here")
     args = parser.parse_args(argv)
