@@ -15,7 +15,6 @@ framework's own figure.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from harness.logformat import LogFormat
@@ -60,15 +59,8 @@ class FlagPerfParser(RecordingParser):
     default_unit = "samples/s"
 
     def feed(self, line: str) -> StepRecord | None:
-        start = line.find(MARKER)
-        if start < 0:
-            self.check_failure(line)
-            return None
-        try:
-            event = json.loads(line[start + len(MARKER):])
-        except ValueError:
-            return None
-        if not isinstance(event, dict):
+        event = self.marked_json(line, MARKER)
+        if event is None:
             return None
         name = str(event.get("event", ""))
         values = event.get("value")

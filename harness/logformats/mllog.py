@@ -18,7 +18,6 @@ other than ``success`` marks the run failed.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from harness.logformat import LogFormat
@@ -40,15 +39,8 @@ class MLLogParser(RecordingParser):
         self._tracked = False
 
     def feed(self, line: str) -> StepRecord | None:
-        start = line.find(MARKER)
-        if start < 0:
-            self.check_failure(line)
-            return None
-        try:
-            entry = json.loads(line[start + len(MARKER):])
-        except ValueError:
-            return None
-        if not isinstance(entry, dict):
+        entry = self.marked_json(line, MARKER)
+        if entry is None:
             return None
         key = entry.get("key")
         value = entry.get("value")

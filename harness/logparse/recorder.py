@@ -7,6 +7,7 @@ a format tests a literal substring before it runs any regex.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -167,6 +168,22 @@ class RecordingParser(LogParser):
             self.error("non-finite loss: " + line.strip())
             return True
         return False
+
+    def marked_json(self, line: str, marker: str) -> dict | None:
+        """The JSON object after ``marker`` (FlagPerf ``[PerfLog]``, MLPerf ``:::MLLOG``).
+
+        Lines without the marker are checked for failure markers instead; a payload that is
+        not a JSON object is ignored.
+        """
+        start = line.find(marker)
+        if start < 0:
+            self.check_failure(line)
+            return None
+        try:
+            payload = json.loads(line[start + len(marker):])
+        except ValueError:
+            return None
+        return payload if isinstance(payload, dict) else None
 
     def note_memory(self, nbytes: int) -> None:
         self.peak_memory = max(self.peak_memory or 0, nbytes)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 import torch.distributed as dist
@@ -40,3 +42,13 @@ def start_runtime(seed: int) -> Runtime:
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
     torch.manual_seed(seed)
     return Runtime(device=device, world=world, rank=rank)
+
+
+def run_and_exit(main: Callable[[], int]) -> None:
+    """Run ``main`` and exit with its code, skipping the interpreter's teardown: there, torch
+    2.13's gloo threads are destroyed in an order that intermittently aborts a finished rank
+    ("terminate called without an active exception", SIGABRT) and fails a completed run."""
+    exit_code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(exit_code)

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
-import sys
 import time
 from contextlib import nullcontext
 
@@ -26,7 +24,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from bert_hdf5 import BertSamples
 from dll import dll
-from torch_setup import read_config, start_runtime
+from torch_setup import read_config, run_and_exit, start_runtime
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -185,10 +183,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    exit_code = main()
-    # Exit without the interpreter's teardown: there, torch 2.13's gloo threads are destroyed
-    # in an order that intermittently aborts a finished rank ("terminate called without an
-    # active exception", SIGABRT) and fails a run whose training completed.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(exit_code)
+    run_and_exit(main)

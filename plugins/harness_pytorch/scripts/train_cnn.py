@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import resource
-import sys
 import time
 from contextlib import nullcontext
 
@@ -25,7 +23,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from cnn_models import build_model, trainable_parameters
 from dll import dll
-from torch_setup import read_config, start_runtime
+from torch_setup import read_config, run_and_exit, start_runtime
 from image_records import ImageRecords
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -158,10 +156,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    exit_code = main()
-    # Exit without the interpreter's teardown: there, torch 2.13's gloo threads are destroyed
-    # in an order that intermittently aborts a finished rank ("terminate called without an
-    # active exception", SIGABRT) and fails a run whose training completed.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(exit_code)
+    run_and_exit(main)

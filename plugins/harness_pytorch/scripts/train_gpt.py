@@ -20,7 +20,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
-from torch_setup import read_config, start_runtime
+from torch_setup import read_config, run_and_exit, start_runtime
 from gpt_model import GPT, model_flops_per_token
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -280,10 +280,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    exit_code = main()
-    # Exit without the interpreter's teardown: there, torch 2.13's gloo threads are destroyed
-    # in an order that intermittently aborts a finished rank ("terminate called without an
-    # active exception", SIGABRT) and fails a run whose training completed.
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(exit_code)
+    run_and_exit(main)
