@@ -36,12 +36,17 @@ class PluginLoadWarning(UserWarning):
     """A third-party plugin failed to load; the harness carries on without it."""
 
 
+#: The distribution the built-in plugins ship in (pyproject.toml's project name).
+BUILTIN_DISTRIBUTION = "harness-bench"
+
+
 @dataclass
 class PluginInfo:
     name: str
     version: str
-    source: str  # "builtin" or "entrypoint:<distribution>"
+    source: str  # "builtin", "entrypoint:<distribution>" or "extra" (passed in by a caller)
     hooks: list[str] = field(default_factory=list)
+    distribution: str = BUILTIN_DISTRIBUTION
 
 
 def blocked_plugins() -> set[str]:
@@ -76,7 +81,7 @@ def make_plugin_manager(
         _load_entrypoint_plugins(pm, blocked)
     for plugin in extra:
         name = pm.register(plugin)
-        pm.harness_info[name] = PluginInfo(name, "-", "extra")
+        pm.harness_info[name] = PluginInfo(name, "-", "extra", distribution="(passed in)")
     pm.check_pending()
     for name, info in pm.harness_info.items():
         plugin = pm.get_plugin(name)
@@ -104,5 +109,6 @@ def _load_entrypoint_plugins(pm: pluggy.PluginManager, blocked: set[str]) -> Non
             )
             continue
         pm.harness_info[ep.name] = PluginInfo(
-            ep.name, dist.version if dist else "?", f"entrypoint:{dist_name}"
+            ep.name, dist.version if dist else "?", f"entrypoint:{dist_name}",
+            distribution=dist_name,
         )

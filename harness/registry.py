@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
@@ -16,6 +17,29 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+class DuplicateRegistrationWarning(UserWarning):
+    """A plugin registered a name another plugin already registered; the later one is skipped."""
+
+
+@dataclass(frozen=True)
+class SkippedRegistration:
+    """A registration that lost to an earlier plugin's registration of the same name."""
+
+    kind: str
+    name: str
+    kept_plugin: str
+    kept_distribution: str
+    skipped_plugin: str
+    skipped_distribution: str
+
+    def message(self) -> str:
+        return (
+            f"{self.kind} {self.name!r} of plugin {self.skipped_plugin} "
+            f"({self.skipped_distribution}) was skipped: plugin {self.kept_plugin} "
+            f"({self.kept_distribution}) registered it first"
+        )
+
+
 @dataclass
 class Catalog(Generic[T]):
     """Named items of one kind, remembering which plugin registered each."""
@@ -24,14 +48,19 @@ class Catalog(Generic[T]):
     items: dict[str, T] = field(default_factory=dict)
     owners: dict[str, str] = field(default_factory=dict)
 
-    def add(self, item: T, owner: str) -> None:
+    def add(self, item: T, owner: str) -> str | None:
+        """Register ``item``; returns the earlier owner when the name is taken (then skipped)."""
         name = item.name  # type: ignore[attr-defined]
         if name in self.items:
-            raise ValueError(
-                f"{self.kind} {name!r} registered twice: by {self.owners[name]} and by {owner}"
-            )
+            return self.owners[name]
         self.items[name] = item
         self.owners[name] = owner
+        return None
+
+    def owner(self, name: str) -> str:
+        """The plugin that registered ``name``; an unknown name is a UserInputError."""
+        self.get(name)
+        return self.owners[name]
 
     def get(self, name: str) -> T:
         try:
@@ -54,14 +83,24 @@ class Registry:
     frameworks: Catalog[FrameworkSpec]
     vendors: Catalog[VendorSpec]
     log_formats: Catalog[LogFormat]
+    skipped: list[SkippedRegistration] = field(default_factory=list)
 
     @classmethod
     def from_plugins(cls, pm: pluggy.PluginManager) -> Registry:
+        """Collect every plugin's registrations, earliest-registered plugin first.
+
+        A name registered twice keeps the first registration (built-ins load before
+        entry-point plugins); the later one is skipped with a ``DuplicateRegistrationWarning``
+        naming both plugins and their distributions, and listed in ``skipped``.
+        """
         registry = cls(Catalog("case"), Catalog("framework"), Catalog("vendor"), Catalog("log format"))
-        _collect(pm, "register_cases", registry.cases)
-        _collect(pm, "register_frameworks", registry.frameworks)
-        _collect(pm, "register_vendors", registry.vendors)
-        _collect(pm, "register_log_formats", registry.log_formats)
+        for hook_name, catalog in (("register_cases", registry.cases),
+                                   ("register_frameworks", registry.frameworks),
+                                   ("register_vendors", registry.vendors),
+                                   ("register_log_formats", registry.log_formats)):
+            registry.skipped += _collect(pm, hook_name, catalog)
+        for skipped in registry.skipped:
+            warnings.warn(skipped.message(), DuplicateRegistrationWarning, stacklevel=2)
         return registry
 
     def frameworks_for(self, case: CaseSpec) -> list[str]:
@@ -78,14 +117,28 @@ class Registry:
             )
 
 
-def _collect(pm: pluggy.PluginManager, hook_name: str, catalog: Catalog) -> None:
-    # Each plugin's implementation is called with its own register() so that duplicate
-    # names can be reported with the names of both plugins.
+def _collect(pm: pluggy.PluginManager, hook_name: str, catalog: Catalog) -> list[SkippedRegistration]:
+    # Each plugin's implementation is called with its own register() so that every item is
+    # owned by the plugin that registered it, and duplicates name both plugins.
+    skipped: list[SkippedRegistration] = []
     hook = getattr(pm.hook, hook_name)
     for impl in hook.get_hookimpls():
         owner = impl.plugin_name
 
         def register(item, _owner: str = owner) -> None:
-            catalog.add(item, _owner)
+            earlier = catalog.add(item, _owner)
+            if earlier is not None:
+                skipped.append(SkippedRegistration(
+                    kind=catalog.kind, name=item.name,
+                    kept_plugin=earlier, kept_distribution=distribution_of(pm, earlier),
+                    skipped_plugin=_owner, skipped_distribution=distribution_of(pm, _owner),
+                ))
 
         impl.function(register=register)
+    return skipped
+
+
+def distribution_of(pm: pluggy.PluginManager, plugin_name: str) -> str:
+    """The distribution (pip package) a plugin comes from, as the plugin manager recorded it."""
+    info = getattr(pm, "harness_info", {}).get(plugin_name)
+    return info.distribution if info is not None else "unknown distribution"

@@ -31,8 +31,9 @@ def cli_env(demo_plugin_site, tmp_path) -> dict[str, str]:
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(demo_plugin_site), env.get("PYTHONPATH")]))
     env["HARNESS_CACHE_DIR"] = str(tmp_path / "cache")
     env["PYTHONUNBUFFERED"] = "1"
-    # The deliberately broken demo entry point is blocked except where a test checks its warning.
-    env["HARNESS_BLOCK_PLUGINS"] = "broken_demo"
+    # The deliberately broken and impostor demo entry points are blocked except where a test
+    # checks their warnings.
+    env["HARNESS_BLOCK_PLUGINS"] = "broken_demo,impostor_demo"
     return env
 
 

@@ -26,7 +26,23 @@ class AppState:
 
     def registry(self):
         if self._registry is None:
-            from harness.registry import Registry
+            import warnings
 
-            self._registry = Registry.from_plugins(self.plugin_manager())
+            import typer
+
+            from harness.registry import DuplicateRegistrationWarning, Registry
+
+            pm = self.plugin_manager()
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", DuplicateRegistrationWarning)
+                self._registry = Registry.from_plugins(pm)
+            for warning in caught:
+                if issubclass(warning.category, DuplicateRegistrationWarning):
+                    typer.echo(f"warning: {warning.message}", err=True)
         return self._registry
+
+    def router(self):
+        """Owner-scoped hook calls over this invocation's plugins and registry."""
+        from harness.dispatch import HookRouter
+
+        return HookRouter(self.plugin_manager(), self.registry())

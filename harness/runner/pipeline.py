@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harness.case_string import parse_case_string
 from harness.config_resolution import parse_set_pairs, resolve_config
+from harness.dispatch import HookRouter
 from harness.errors import UnavailableError, UserInputError
 from harness.fingerprint import environment_fingerprint
 from harness.metrics import (
@@ -97,9 +98,8 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     framework = request.framework or parsed.framework or _default_framework(registry, case)
     registry.check_case_framework(case, framework)
     registry.vendors.get(request.vendor)
-    devices: DeviceSet | None = pm.hook.discover_devices(vendor=request.vendor)
-    if devices is None:
-        raise UnavailableError(f"no plugin discovers devices for vendor {request.vendor!r}")
+    router = HookRouter(pm, registry)
+    devices: DeviceSet = router.discover_devices(request.vendor)
 
     nproc = request.nproc or parsed.nproc
     nnodes = request.nnodes or parsed.nnodes
@@ -120,7 +120,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     nnodes = nnodes or int(case.settings.get("nnodes", 1))  # a case may fix its node count
     if parsed.repeat and request.repeat == 1:
         request.repeat = parsed.repeat  # the case string's repeat field, unless --repeat was given
-    vendor_config = pm.hook.vendor_case_config(
+    vendor_config = router.vendor_case_config(
         vendor=request.vendor, case=case, framework=framework, nproc=nproc, nnodes=nnodes,
         hardware_config=request.hardware_config,
     )
@@ -205,12 +205,11 @@ def execute(
     atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
     started = _utcnow()
 
+    router = HookRouter(pm, registry)
     observer.stage("environment", f"framework {context.framework}")
-    env: ExecutionEnv = pm.hook.prepare_env(context=context)
+    env: ExecutionEnv = router.prepare_env(context)
     observer.stage("data", f"dataset {context.case.dataset}")
-    dataset: DatasetInfo = pm.hook.prepare_data(context=context)
-    if dataset is None:
-        raise UnavailableError(f"no plugin prepares datasets of kind {context.case.dataset!r}")
+    dataset: DatasetInfo = router.prepare_data(context)
 
     repeats: list[RepeatResult] = []
     first_parsed: ParsedLog | None = None
@@ -219,19 +218,15 @@ def execute(
     peak_memory: int | None = None
     for index in range(1, request.repeat + 1):
         ctx = context.model_copy(update={"repeat_index": index})
-        launch = pm.hook.run(context=ctx, env=env, dataset=dataset)
-        if launch is None:
-            raise UnavailableError(f"framework {context.framework!r} produced no launch")
+        launch = router.run(ctx, env, dataset)
         log_path = run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
         observer.stage("train", f"repeat {index}/{request.repeat}")
         observer.start_repeat(ctx, settings.max_steps, launch.log_format)
         try:
-            outcome: ProcessOutcome = pm.hook.execute(
-                context=ctx, launch=launch, log_path=log_path, observer=observer
-            )
+            outcome: ProcessOutcome = router.execute(ctx, launch, log_path, observer)
         finally:
             observer.end_repeat()
-        parsed: ParsedLog | None = pm.hook.parse_log(context=ctx, log_path=log_path)
+        parsed: ParsedLog | None = router.parse_log(ctx, log_path)
         repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, parsed, launch.log_format)
         repeats.append(repeat)
         extras.update(outcome.extras)
@@ -245,7 +240,7 @@ def execute(
 
     result = _build_result(context, env, dataset, repeats, first_parsed, reason, extras,
                            peak_memory, started)
-    result.efficiency = _efficiency(pm, context, result)
+    result.efficiency = _efficiency(router, context, result)
     legacy_path = write_run_files(run_dir, result, context.case)
     ResultStore(request.output).add(result, run_dir)
     return RunReport(result=result, run_dir=run_dir, legacy_path=legacy_path)
@@ -341,15 +336,14 @@ def _global_batch_size(settings, parsed: ParsedLog | None) -> int:
     return logged if isinstance(logged, int) and logged > 0 else settings.global_batch_size
 
 
-def _efficiency(pm: pluggy.PluginManager, context: RunContext, result: BenchmarkResult):
+def _efficiency(router: HookRouter, context: RunContext, result: BenchmarkResult):
     """MFU and energy per unit from the plugins' FLOPs, peak and power (none when unknown)."""
     from harness.models.efficiency import compute_efficiency
 
     if result.throughput is None:
         return None
-    flops = pm.hook.model_flops(context=context)
-    peak = pm.hook.device_peak_flops(devices=context.devices,
-                                     precision=context.config.settings.precision)
+    flops = router.model_flops(context)
+    peak = router.device_peak_flops(context.devices, context.config.settings.precision)
     power = result.device_metrics.get("busy_power_w")
     return compute_efficiency(
         throughput=result.throughput.value, unit=result.throughput.unit,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from harness.dispatch import HookRouter
 from harness.errors import HarnessError, UnavailableError, UserInputError
 from harness.runner.pipeline import RunRequest, plan
 from harness.store import ResultStore
@@ -58,16 +59,14 @@ class PlannedRun:
 
 @dataclass
 class _DeviceCache:
-    pm: pluggy.PluginManager
+    router: HookRouter
     found: dict[str, DeviceSet | str] = field(default_factory=dict)
 
     def get(self, vendor: str) -> DeviceSet | str:
         """The vendor's devices, or the reason they are unavailable."""
         if vendor not in self.found:
             try:
-                devices = self.pm.hook.discover_devices(vendor=vendor)
-                self.found[vendor] = devices if devices is not None else (
-                    f"no plugin discovers devices for vendor {vendor!r}")
+                self.found[vendor] = self.router.discover_devices(vendor)
             except HarnessError as exc:
                 self.found[vendor] = str(exc)
         return self.found[vendor]
@@ -82,7 +81,7 @@ def default_repeat(devices: DeviceSet, scale: str) -> int:
 def plan_sweep(pm: pluggy.PluginManager, registry: Registry, points: list[SweepPoint],
                options: SweepOptions) -> list[PlannedRun]:
     store = ResultStore(options.output)
-    devices = _DeviceCache(pm)
+    devices = _DeviceCache(HookRouter(pm, registry))
     return [_plan_point(pm, registry, store, devices, index, point, options)
             for index, point in enumerate(points, start=1)]
 
@@ -135,7 +134,7 @@ def _plan_point(pm, registry, store: ResultStore, device_cache: _DeviceCache, in
     except UserInputError as exc:
         return PlannedRun(index, point, "invalid", str(exc), request=request)
     repeat = request.repeat  # plan() may take it from a case string
-    reasons = [r for r in pm.hook.unsupported_reason(context=context) if r]
+    reasons = HookRouter(pm, registry).unsupported_reasons(context)
     if reasons:
         return PlannedRun(index, point, "skipped", "; ".join(reasons), request, context,
                           repeat=repeat)

@@ -44,16 +44,25 @@ def _pytorch_scripts() -> Path:
     return Path(harness_pytorch.__file__).parent / "scripts"
 
 
+def _needs_nvidia_gpus(context: RunContext) -> str | None:
+    """Megatron-core trains through NCCL and CUDA kernels: only NVIDIA GPUs run it."""
+    if context.devices.vendor == "nvidia" and context.devices.kind == "gpu":
+        return None
+    return (f"framework megatron needs NVIDIA GPUs (Megatron-core trains through NCCL); "
+            f"vendor {context.devices.vendor!r} has none. Run it with --vendor nvidia on a "
+            f"machine with NVIDIA GPUs, or use --framework pytorch here.")
+
+
+@hookimpl
+def unsupported_reason(context: RunContext) -> str | None:
+    return _needs_nvidia_gpus(context)
+
+
 @hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
-    if context.framework != FRAMEWORK:
-        return None
-    if context.devices.vendor != "nvidia" or context.devices.kind != "gpu":
-        raise UnavailableError(
-            f"framework megatron needs NVIDIA GPUs (Megatron-core trains through NCCL); "
-            f"vendor {context.devices.vendor!r} has none. Run it with --vendor nvidia on a "
-            f"machine with NVIDIA GPUs, or use --framework pytorch here."
-        )
+    refusal = _needs_nvidia_gpus(context)
+    if refusal:
+        raise UnavailableError(refusal)
     if util.find_spec("megatron") is None or util.find_spec("megatron.core") is None:
         raise UnavailableError(f"framework megatron needs Megatron-core, which is not installed; "
                                f"{INSTALL_HINT}")
@@ -104,8 +113,6 @@ def build_argv(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo,
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    if context.framework != FRAMEWORK:
-        return None
     check_layout(context)
     from harness_cases.gpt_flops import gpt_flops_per_token
 
@@ -130,8 +137,6 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
 
 @hookimpl
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    if context.framework != FRAMEWORK:
-        return None
     from harness_pytorch.megatron_log import MegatronFormat
 
     return MegatronFormat().parse_file(log_path, seq_len=int(context.config.params["seq_len"]))

@@ -56,8 +56,6 @@ def requirement_spec(vendor: str) -> EnvSpec:
 
 @hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
-    if context.framework != FRAMEWORK:
-        return None
     if context.env_mode == "current":
         package = "mxnet-cu112" if context.devices.kind == "gpu" else "mxnet"
         return current_env(context, package, ("numpy",))
@@ -68,8 +66,6 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
     """What the MXNet script would refuse on this machine, said before anything runs."""
-    if context.framework != FRAMEWORK:
-        return None
     settings = context.config.settings
     if settings.precision == "bf16":
         return "MXNet 1.9 Gluon Trainer trains fp32 or fp16, not bf16"
@@ -84,8 +80,6 @@ def unsupported_reason(context: RunContext) -> str | None:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    if context.framework != FRAMEWORK:
-        return None
     from harness_cases.readers import READERS_DIR
 
     settings = context.config.settings
@@ -108,8 +102,6 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
 
 @hookimpl
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    if context.framework != FRAMEWORK:
-        return None
     from harness_mxnet.log_formats import GluonCVFormat
 
     parsed = GluonCVFormat().parse_file(log_path, gpus=context.config.settings.world_size,

@@ -63,8 +63,6 @@ def requirement_spec(vendor: str) -> EnvSpec:
 
 @hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
-    if context.framework != FRAMEWORK:
-        return None
     _layout_json(context)  # refuse a layout this device cannot run before building anything
     if context.env_mode == "current":
         package = "paddlepaddle-gpu" if context.devices.kind == "gpu" else "paddlepaddle"
@@ -79,8 +77,6 @@ def unsupported_reason(context: RunContext) -> str | None:
     """What the Paddle scripts would refuse on this machine, said before anything runs."""
     from harness.errors import HarnessError
 
-    if context.framework != FRAMEWORK:
-        return None
     if context.config.settings.precision == "fp16" and context.devices.kind == "cpu":
         return "Paddle fp16 training needs a GPU (on the CPU use bf16 or fp32)"
     try:
@@ -113,8 +109,6 @@ def _data_argument(context: RunContext, dataset: DatasetInfo) -> str:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    if context.framework != FRAMEWORK:
-        return None
     from harness_cases.readers import READERS_DIR
 
     settings = context.config.settings
@@ -149,8 +143,6 @@ def _master_endpoint() -> str:
 
 @hookimpl
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    if context.framework != FRAMEWORK:
-        return None
     from harness_paddle.log_formats import PaddleClasFormat, PaddleNLPFormat
 
     settings = context.config.settings

@@ -41,8 +41,6 @@ def register_log_formats(register) -> None:
 
 @hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
-    if context.framework != FRAMEWORK:
-        return None
     try:
         version = metadata.version("torch")
     except metadata.PackageNotFoundError:
@@ -68,8 +66,6 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    if context.framework != FRAMEWORK:
-        return None
     settings = context.config.settings
     model = context.case.model
     script_args = [str(TRAIN_SCRIPTS[model]), "--config", str(context.run_dir / "config.json"),
@@ -121,8 +117,6 @@ def rendezvous_endpoint() -> str:
 
 @hookimpl
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    if context.framework != FRAMEWORK:
-        return None
     model, settings = context.case.model, context.config.settings
     if model == "bert":
         from harness_pytorch.dllogger_log import DLLoggerFormat

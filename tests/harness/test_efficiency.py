@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from harness.dispatch import HookRouter
 from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, FlopsEstimate
 from harness.models.efficiency import compute_efficiency
@@ -56,31 +57,28 @@ class FakeGpuVendor:
 
     @hookimpl
     def discover_devices(self, vendor):
-        if vendor != "fakegpu":
-            return None
         return DeviceSet(vendor="fakegpu", kind="gpu",
                          devices=[DeviceInfo(index=i, name="Fake X1") for i in range(3)])
 
     @hookimpl
     def device_peak_flops(self, devices, precision):
-        if devices.vendor != "fakegpu":
-            return None
         return {"bf16": 100e12}.get(precision)
 
 
 def test_hook_device_peak_flops():
     pm = make_plugin_manager(load_entrypoints=False, extra=(FakeGpuVendor(),))
-    devices = pm.hook.discover_devices(vendor="fakegpu")
-    assert pm.hook.device_peak_flops(devices=devices, precision="bf16") == 100e12
-    assert pm.hook.device_peak_flops(devices=devices, precision="fp32") is None
-    cpu = pm.hook.discover_devices(vendor="cpu")
-    assert pm.hook.device_peak_flops(devices=cpu, precision="bf16") is None
+    router = HookRouter(pm, Registry.from_plugins(pm))
+    devices = router.discover_devices("fakegpu")
+    assert router.device_peak_flops(devices, "bf16") == 100e12
+    assert router.device_peak_flops(devices, "fp32") is None
+    cpu = router.discover_devices("cpu")
+    assert router.device_peak_flops(cpu, "bf16") is None
 
 
 def test_hook_model_flops(tmp_path):
     pm = make_plugin_manager(load_entrypoints=False)
     context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_1.3B", output=tmp_path))
-    estimate = pm.hook.model_flops(context=context)
+    estimate = HookRouter(pm, Registry.from_plugins(pm)).model_flops(context)
     # 24 layers, hidden 2048, seq 2048, vocab 50304: N = 24(12h² + 13h) + (V + s)h + 2h.
     h = 2048
     n = 24 * (12 * h * h + 13 * h) + (50304 + 2048) * h + 2 * h

@@ -16,7 +16,7 @@ from harness.models import (
 )
 from harness.models.vendor_config import VendorCaseConfig
 from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.registry import DuplicateRegistrationWarning, Registry
 from harness.runner.pipeline import RunObserver, RunRequest, run_benchmark
 from harness_pytorch.megatron_log import MegatronFormat
 
@@ -42,10 +42,6 @@ class ToyPlugin:
         register(FrameworkSpec(name="toyfw", models=frozenset({"toy-model"}), log_format="megatron"))
 
     @hookimpl
-    def register_vendors(self, register):
-        register(VendorSpec(name="toyvendor", device_kind="cpu"))
-
-    @hookimpl
     def register_log_formats(self, register):
         class ToyFormat(MegatronFormat):
             name = "toy-format"
@@ -59,37 +55,17 @@ class ToyPlugin:
             typer.echo("hello from toy")
 
     @hookimpl
-    def discover_devices(self, vendor):
-        if vendor != "toyvendor":
-            return None
-        self.calls.append("discover_devices")
-        return DeviceSet(vendor="toyvendor", kind="cpu", devices=[DeviceInfo(index=0, name="toy")])
-
-    @hookimpl
-    def vendor_case_config(self, vendor, case, framework, nproc, nnodes, hardware_config):
-        if vendor != "toyvendor":
-            return None
-        self.calls.append("vendor_case_config")
-        return VendorCaseConfig(name="toy_config", values={"width": 8})
-
-    @hookimpl
     def prepare_env(self, context):
-        if context.framework != "toyfw":
-            return None
         self.calls.append("prepare_env")
         return ExecutionEnv(python=sys.executable, framework="toyfw", framework_version="9.9")
 
     @hookimpl
     def prepare_data(self, context):
-        if context.case.dataset != "toy-data":
-            return None
         self.calls.append("prepare_data")
         return DatasetInfo(kind="toy-data", path=str(context.data_dir), synthesized=True)
 
     @hookimpl
     def run(self, context, env, dataset):
-        if context.framework != "toyfw":
-            return None
         self.calls.append("run")
         width = context.config.params["width"]
         code = "".join(
@@ -101,14 +77,30 @@ class ToyPlugin:
 
     @hookimpl
     def parse_log(self, context, log_path):
-        if context.framework != "toyfw":
-            return None
         self.calls.append("parse_log")
         return MegatronFormat().parse_file(log_path)
 
 
 class VendorWrapper:
-    """A vendor wrapping run (adds a variable) and execute (adds a measurement)."""
+    """The toy vendor: its devices and config, and wrappers of run (adds a variable) and
+    execute (adds a measurement). Calls are recorded in the framework plugin's list."""
+
+    def __init__(self, calls: list[str] | None = None):
+        self.calls = calls if calls is not None else []
+
+    @hookimpl
+    def register_vendors(self, register):
+        register(VendorSpec(name="toyvendor", device_kind="cpu"))
+
+    @hookimpl
+    def discover_devices(self, vendor):
+        self.calls.append("discover_devices")
+        return DeviceSet(vendor="toyvendor", kind="cpu", devices=[DeviceInfo(index=0, name="toy")])
+
+    @hookimpl
+    def vendor_case_config(self, vendor, case, framework, nproc, nnodes, hardware_config):
+        self.calls.append("vendor_case_config")
+        return VendorCaseConfig(name="toy_config", values={"width": 8})
 
     @hookimpl(wrapper=True)
     def run(self, context, env, dataset):
@@ -126,7 +118,8 @@ class VendorWrapper:
 @pytest.fixture
 def toy():
     plugin = ToyPlugin()
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(plugin, VendorWrapper()))
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+                             extra=(plugin, VendorWrapper(plugin.calls)))
     return pm, plugin
 
 
@@ -220,16 +213,16 @@ def test_observer_sees_every_line(toy, tmp_path):
     assert len(seen) == 3
 
 
-def test_parsed_log_with_nan_marks_failure(toy, tmp_path):
-    pm, _ = toy
-
-    class NanParser:
-        @hookimpl(tryfirst=True)
+def test_parsed_log_with_nan_marks_failure(tmp_path):
+    class NanParser(ToyPlugin):
+        @hookimpl
         def parse_log(self, context, log_path):
             return ParsedLog(format="x", steps=[StepRecord(step=1, throughput=1.0, loss=float("nan"))],
                              errors=["non-finite loss at iteration 1"])
 
-    pm.register(NanParser())
+    plugin = NanParser()
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+                             extra=(plugin, VendorWrapper(plugin.calls)))
     request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
                          cache_dir=tmp_path / "c")
     result = run_benchmark(pm, request).result
@@ -251,3 +244,66 @@ def test_result_carries_the_loss_curve_of_the_log(toy_report):
     assert summary.format == "megatron" and summary.steps_parsed == 3
     assert summary.loss_curve == [(1, 3.0), (2, 1.5), (3, 1.0)]
     assert (summary.first_step, summary.last_step) == (1, 3)
+
+
+# --------------------------------------------------------------------------- routing
+
+
+def test_a_plugin_cannot_answer_for_a_framework_or_vendor_it_did_not_register(toy, tmp_path):
+    """Hooks reach only the owners: a bystander's run, parse_log, execute wrapper and device
+    discovery are never called for the toy framework and vendor."""
+    pm, plugin = toy
+
+    class Bystander:
+        def __init__(self):
+            self.calls: list[str] = []
+
+        @hookimpl(tryfirst=True)
+        def run(self, context, env, dataset):
+            self.calls.append("run")
+            return LaunchSpec(argv=[sys.executable, "-c", "print('faked')"], log_format="megatron")
+
+        @hookimpl(tryfirst=True)
+        def parse_log(self, context, log_path):
+            self.calls.append("parse_log")
+
+        @hookimpl(wrapper=True)
+        def execute(self, context, launch, log_path, observer):
+            self.calls.append("execute")
+            return (yield)
+
+        @hookimpl(tryfirst=True)
+        def discover_devices(self, vendor):
+            self.calls.append("discover_devices")
+
+    bystander = Bystander()
+    pm.register(bystander)
+    request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
+                         cache_dir=tmp_path / "c")
+    result = run_benchmark(pm, request).result
+    assert result.status == "success" and result.steps_completed == 3
+    assert bystander.calls == []
+    assert plugin.calls[:2] == ["discover_devices", "vendor_case_config"]
+
+
+def test_a_duplicate_registration_is_skipped_with_a_warning_naming_both_plugins():
+    class Impostor:
+        @hookimpl
+        def register_frameworks(self, register):
+            register(FrameworkSpec(name="toyfw", models=frozenset({"toy-model"}), log_format="megatron"))
+
+        @hookimpl
+        def register_cases(self, register):
+            register(CASE.model_copy(update={"params": {"width": 1, "tag": "fake"}}))
+
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(ToyPlugin(), Impostor()))
+    with pytest.warns(DuplicateRegistrationWarning) as caught:
+        registry = Registry.from_plugins(pm)
+    impostor = next(name for name, p in pm.list_name_plugin() if isinstance(p, Impostor))
+    toy = next(name for name, p in pm.list_name_plugin() if type(p) is ToyPlugin)
+    assert registry.frameworks.owner("toyfw") == toy and registry.cases.owner("toy") == toy
+    assert registry.cases.get("toy").params["tag"] == "a"
+    assert {(s.kind, s.name, s.skipped_plugin, s.kept_plugin) for s in registry.skipped} == {
+        ("framework", "toyfw", impostor, toy), ("case", "toy", impostor, toy)}
+    messages = [str(w.message) for w in caught]
+    assert all("(passed in)" in m and impostor in m and toy in m for m in messages)

@@ -49,7 +49,7 @@ def test_entry_point_plugin_is_listed_with_version_and_hooks(cli_env, tmp_path):
 
 
 def test_broken_entry_point_warns_and_names_itself(cli_env, tmp_path):
-    cli_env["HARNESS_BLOCK_PLUGINS"] = ""
+    cli_env["HARNESS_BLOCK_PLUGINS"] = "impostor_demo"
     proc = run_cli(["plugins", "--json"], cli_env, tmp_path)
     assert proc.returncode == 0
     assert "broken_demo" in proc.stderr and "failed to load" in proc.stderr
@@ -57,7 +57,7 @@ def test_broken_entry_point_warns_and_names_itself(cli_env, tmp_path):
 
 
 def test_entry_point_plugin_can_be_blocked(cli_env, tmp_path):
-    cli_env["HARNESS_BLOCK_PLUGINS"] = "demo,broken_demo"
+    cli_env["HARNESS_BLOCK_PLUGINS"] = "demo,broken_demo,impostor_demo"
     proc = run_cli(["plugins", "--json"], cli_env, tmp_path)
     names = {p["name"] for p in json.loads(proc.stdout)}
     assert "demo" not in names and proc.stderr == ""
@@ -66,3 +66,19 @@ def test_entry_point_plugin_can_be_blocked(cli_env, tmp_path):
 def test_entry_point_case_is_runnable_like_a_builtin(cli_env, tmp_path):
     proc = run_cli(["list", "cases"], cli_env, tmp_path)
     assert "demo_steps" in proc.stdout and "gpt3_6.7B" in proc.stdout
+
+
+def test_a_plugin_registering_a_builtin_name_is_skipped_with_a_one_line_warning(cli_env, tmp_path):
+    cli_env["HARNESS_BLOCK_PLUGINS"] = "broken_demo"
+    proc = run_cli(["plugins", "--json"], cli_env, tmp_path)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr
+    warning = [line for line in proc.stderr.splitlines() if "impostor_demo" in line]
+    assert warning == ["warning: framework 'pytorch' of plugin impostor_demo (harness-demo-plugin) "
+                       "was skipped: plugin harness_pytorch.plugin (harness-bench) registered it first"]
+    plugins = {p["name"]: p for p in json.loads(proc.stdout)}
+    assert plugins["impostor_demo"]["distribution"] == "harness-demo-plugin"
+    assert [(s["kind"], s["name"], s["kept_plugin"])
+            for s in plugins["impostor_demo"]["skipped_registrations"]] == [
+        ("framework", "pytorch", "harness_pytorch.plugin")]
+    table = run_cli(["plugins"], cli_env, tmp_path)
+    assert "Skipped registrations" in table.stdout and "impostor_demo" in table.stdout

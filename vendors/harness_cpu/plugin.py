@@ -36,8 +36,6 @@ def register_vendors(register) -> None:
 
 @hookimpl
 def discover_devices(vendor: str) -> DeviceSet | None:
-    if vendor != VENDOR:
-        return None
     return DeviceSet(
         vendor=VENDOR,
         kind="cpu",
@@ -48,15 +46,13 @@ def discover_devices(vendor: str) -> DeviceSet | None:
 
 @hookimpl
 def vendor_case_config(vendor, case, framework, nproc, nnodes, hardware_config):
-    if vendor != VENDOR:
-        return None
     return find_vendor_config(CONFIGS, case.name, framework, nnodes, nproc, hardware_config)
 
 
 @hookimpl(wrapper=True)
 def run(context: RunContext, env, dataset):
     launch: LaunchSpec | None = yield
-    if launch is None or context.vendor != VENDOR:
+    if launch is None:
         return launch
     # Hide GPUs so a CPU benchmark stays on the CPU even on a GPU machine, and give each
     # process its share of the cores instead of letting every process oversubscribe them.

@@ -31,8 +31,6 @@ def register_vendors(register) -> None:
 
 @hookimpl
 def discover_devices(vendor: str) -> DeviceSet | None:
-    if vendor != VENDOR:
-        return None
     from harness_nvidia.nvml_devices import discover, load_nvml
 
     nvml = load_nvml()
@@ -44,14 +42,12 @@ def discover_devices(vendor: str) -> DeviceSet | None:
 
 @hookimpl
 def vendor_case_config(vendor, case, framework, nproc, nnodes, hardware_config):
-    if vendor != VENDOR:
-        return None
     return find_vendor_config(CONFIGS, case.name, framework, nnodes, nproc, hardware_config)
 
 
 @hookimpl
 def device_peak_flops(devices: DeviceSet, precision: str) -> float | None:
-    if devices.vendor != VENDOR or not devices.devices:
+    if not devices.devices:
         return None
     from harness_nvidia.peak_flops import peak_flops
 
@@ -70,7 +66,7 @@ def used_gpu_indices(context: RunContext) -> list[int]:
 @hookimpl(wrapper=True)
 def run(context: RunContext, env, dataset):
     launch: LaunchSpec | None = yield
-    if launch is None or context.vendor != VENDOR:
+    if launch is None:
         return launch
     import os
 
@@ -83,8 +79,6 @@ def run(context: RunContext, env, dataset):
 @hookimpl(wrapper=True)
 def execute(context: RunContext, launch: LaunchSpec, log_path: Path, observer):
     """Samples the run's GPUs while the processes run; adds the summary to outcome.extras."""
-    if context.vendor != VENDOR:
-        return (yield)
     from harness_nvidia.monitor import interval_from_env
 
     interval = interval_from_env()

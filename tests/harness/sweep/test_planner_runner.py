@@ -10,6 +10,7 @@ import pytest
 
 from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
+from harness.dispatch import HookRouter
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import Registry
 from harness.runner.pipeline import RunObserver
@@ -30,14 +31,12 @@ class ToyGpuVendor:
 
     @hookimpl
     def discover_devices(self, vendor):
-        if vendor != "toygpu":
-            return None
         return DeviceSet(vendor="toygpu", kind="gpu",
                          devices=[DeviceInfo(index=i, name="Toy GPU") for i in range(2)])
 
     @hookimpl
     def unsupported_reason(self, context):
-        if context.vendor == "toygpu" and context.config.settings.precision == "fp16":
+        if context.config.settings.precision == "fp16":
             return "Toy GPU has no fp16 units"
         return None
 
@@ -87,7 +86,8 @@ def test_skip_reasons(toy_pm, tmp_path):
 def test_resume_failure_isolation_and_markers(toy_pm, tmp_path):
     pm, registry = toy_pm
     options = _options(tmp_path)
-    points = apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 13}, {"width": 6}]}, {})
+    points = apply_cli_axes(_points(vendor=["toygpu"], repeat=[1]),
+                            {"set": [{"width": 4}, {"width": 13}, {"width": 6}]}, {})
     lines: list[str] = []
     summary = run_sweep(pm, registry, "toy-sweep", plan_sweep(pm, registry, points, options), options,
                         emit=lines.append)
@@ -199,22 +199,28 @@ def test_progress_estimate_and_observer_forwarding():
 
 
 def test_hook_unsupported_reason(tmp_path):
-    """Every plugin's reason is collected (not firstresult) and the point is skipped with all."""
+    """The framework's and the vendor's reasons are both collected (not firstresult); a plugin
+    that registered neither the framework nor the vendor has no say."""
 
-    class NoBf16Anywhere:
+    class ToyFrameworkWithoutFp16(ToyPlugin):
         @hookimpl
         def unsupported_reason(self, context):
-            return "no bf16 here" if context.config.settings.precision == "bf16" else None
+            return "toyfw has no fp16 kernels" if context.config.settings.precision == "fp16" else None
+
+    class Bystander:
+        @hookimpl
+        def unsupported_reason(self, context):
+            return "a bystander refuses everything"
 
     pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
-                             extra=(ToyPlugin(), VendorWrapper(), ToyGpuVendor(), NoBf16Anywhere()))
+                             extra=(ToyFrameworkWithoutFp16(), ToyGpuVendor(), Bystander()))
     registry = Registry.from_plugins(pm)
-    points = _points(vendor=["toygpu"], precision=["fp32", "fp16", "bf16"])
+    points = _points(vendor=["toygpu"], precision=["fp32", "fp16"])
     planned = plan_sweep(pm, registry, points, _options(tmp_path))
-    assert [(p.state, p.reason) for p in planned] == [
-        ("todo", None), ("skipped", "Toy GPU has no fp16 units"), ("skipped", "no bf16 here")]
-    context = planned[0].context
-    assert pm.hook.unsupported_reason(context=context) == []
+    assert [p.state for p in planned] == ["todo", "skipped"]
+    assert set(planned[1].reason.split("; ")) == {"Toy GPU has no fp16 units",
+                                                   "toyfw has no fp16 kernels"}
+    assert HookRouter(pm, registry).unsupported_reasons(planned[0].context) == []
 
 
 def test_unavailable_at_run_time_is_a_skip(toy_pm, tmp_path, monkeypatch):

@@ -87,12 +87,16 @@ def test_gpt3_cases_run_on_any_world_size(pm, tmp_path):
     assert "--nproc-per-node=4" in plugin.run(context=context, env=ENV, dataset=DATA).argv
 
 
-def test_other_frameworks_are_not_answered(pm, tmp_path):
-    context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_1.3B", framework="pytorch",
-                                                             output=tmp_path))
-    assert plugin.run(context=context, env=ENV, dataset=DATA) is None
-    assert plugin.prepare_env(context=context) is None
-    assert plugin.parse_log(context=context, log_path=tmp_path / "x.log") is None
+def test_other_frameworks_are_not_routed_here(pm, tmp_path):
+    """The core calls the megatron plugin for --framework megatron only (harness.dispatch)."""
+    from harness.dispatch import HookRouter
+
+    registry = Registry.from_plugins(pm)
+    router = HookRouter(pm, registry)
+    assert registry.frameworks.owner("megatron") == "harness_megatron.plugin"
+    context = plan(pm, registry, RunRequest(case="gpt3_1.3B", framework="pytorch", output=tmp_path))
+    launch = router.run(context, ENV, DATA)
+    assert str(plugin.SCRIPT) not in launch.argv and "train_gpt.py" in " ".join(launch.argv)
 
 
 def test_refuses_without_nvidia_gpus(pm, tmp_path):

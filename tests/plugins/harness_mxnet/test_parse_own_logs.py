@@ -25,7 +25,11 @@ def test_gluoncv_lines_two_devices(tmp_path):
     assert len(parsed.meta["epoch_throughput"]) == 4  # 8 steps of 2 x 32 per epoch
 
 
-def test_other_frameworks_are_not_answered(tmp_path):
-    context = plan_context(tmp_path, "mobilenet_v1", "paddle")
-    assert plugin.parse_log(context=context, log_path=DATA / "mobilenet_v1_nproc2.log") is None
+def test_the_mxnet_plugin_owns_the_mxnet_framework():
+    """The core routes --framework mxnet's hooks to this plugin and no other (harness.dispatch)."""
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+
+    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    assert registry.frameworks.owner("mxnet") == "harness_mxnet.plugin"
 

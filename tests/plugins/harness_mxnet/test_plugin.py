@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 def test_unsupported_reasons(tmp_path):
+    from harness.dispatch import HookRouter
     from harness.plugin_manager import make_plugin_manager
     from harness.registry import Registry
     from harness.runner.pipeline import RunRequest, plan
@@ -14,7 +15,7 @@ def test_unsupported_reasons(tmp_path):
     def reasons(**fields):
         request = RunRequest(case="mobilenet_v1", vendor="cpu", framework="mxnet", scale="smoke",
                              output=tmp_path, cache_dir=tmp_path, **fields)
-        return [r for r in pm.hook.unsupported_reason(context=plan(pm, registry, request)) if r]
+        return HookRouter(pm, registry).unsupported_reasons(plan(pm, registry, request))
 
     assert reasons() == []
     assert any("bf16" in r for r in reasons(precision="bf16"))

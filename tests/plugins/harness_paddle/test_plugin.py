@@ -46,6 +46,7 @@ def test_env_current_needs_paddle_in_this_interpreter(monkeypatch, tmp_path, cap
 
 
 def test_unsupported_reasons(tmp_path):
+    from harness.dispatch import HookRouter
     from harness.plugin_manager import make_plugin_manager
     from harness.registry import Registry
     from harness.runner.pipeline import RunRequest, plan
@@ -56,7 +57,7 @@ def test_unsupported_reasons(tmp_path):
     def reasons(case="gpt3_125M", **fields):
         request = RunRequest(case=case, vendor="cpu", framework="paddle", scale="smoke",
                              output=tmp_path, cache_dir=tmp_path, **fields)
-        return [r for r in pm.hook.unsupported_reason(context=plan(pm, registry, request)) if r]
+        return HookRouter(pm, registry).unsupported_reasons(plan(pm, registry, request))
 
     assert reasons() == [] and reasons(precision="bf16") == []
     assert any("needs a GPU" in r for r in reasons(precision="fp16"))

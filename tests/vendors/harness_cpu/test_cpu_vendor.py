@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+from harness.dispatch import HookRouter
+from harness.errors import UserInputError
 from harness.models import LaunchSpec
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import Registry
@@ -11,18 +15,21 @@ from harness_cpu.plugin import usable_cores
 
 def test_discovers_the_host_cpu():
     pm = make_plugin_manager(load_entrypoints=False, blocked=set())
-    devices = pm.hook.discover_devices(vendor="cpu")
+    router = HookRouter(pm, Registry.from_plugins(pm))
+    devices = router.discover_devices("cpu")
     assert devices.kind == "cpu" and devices.count == 1
     assert f"({usable_cores()} cores)" in devices.devices[0].name
-    assert pm.hook.discover_devices(vendor="not-cpu") is None
+    with pytest.raises(UserInputError, match="unknown vendor 'not-cpu'"):
+        router.discover_devices("not-cpu")
 
 
 def test_run_wrapper_hides_gpus_and_splits_threads(tmp_path):
     pm = make_plugin_manager(load_entrypoints=False, blocked=set())
-    context = plan(pm, Registry.from_plugins(pm),
+    registry = Registry.from_plugins(pm)
+    router = HookRouter(pm, registry)
+    context = plan(pm, registry,
                    RunRequest(case="gpt3_125M", scale="smoke", nproc=2, output=tmp_path, cache_dir=tmp_path))
-    launch = pm.hook.run(context=context, env=pm.hook.prepare_env(context=context),
-                         dataset=_dataset(tmp_path))
+    launch = router.run(context, router.prepare_env(context), _dataset(tmp_path))
     assert isinstance(launch, LaunchSpec)
     assert launch.env["CUDA_VISIBLE_DEVICES"] == ""
     assert launch.env["OMP_NUM_THREADS"] == str(max(1, usable_cores() // 2))

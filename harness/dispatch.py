@@ -1,0 +1,144 @@
+"""Owner-scoped hook calls: each workflow hook reaches only the plugins it is about.
+
+The registry remembers which plugin registered each framework, vendor and case. The core calls
+a framework's hooks (``prepare_env``, ``run``, ``parse_log``, ``unsupported_reason``,
+``model_flops``) only on the plugin that registered that framework, a vendor's hooks
+(``discover_devices``, ``vendor_case_config``, ``device_peak_flops``, the wrappers of ``run``
+and ``execute``, ``unsupported_reason``) only on the plugin that registered that vendor, and
+``prepare_data`` / ``model_flops`` on the plugins that registered the case (and the other
+cases of the same dataset kind / model family). The core's own fallbacks (``harness.builtin.*``) are
+always called. So a plugin needs no ``if context.framework != ...: return None`` guard, and
+a plugin cannot answer for a framework, vendor or case it did not register.
+
+Pluggy's ``subset_hook_caller`` does the routing: it calls the same hook implementations with
+the same ordering rules (``tryfirst``/``trylast``, wrappers), minus the plugins left out.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from harness.errors import UnavailableError
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from harness.models import (
+        CaseSpec,
+        DatasetInfo,
+        DeviceSet,
+        ExecutionEnv,
+        FlopsEstimate,
+        LaunchSpec,
+        ParsedLog,
+        ProcessOutcome,
+    )
+    from harness.models.context import RunContext
+    from harness.models.vendor_config import VendorCaseConfig
+    from harness.registry import Registry
+
+#: Plugins whose module names start with this are the core's own (fallback implementations).
+CORE_PLUGIN_PREFIX = "harness.builtin."
+
+
+def is_core_plugin(name: str) -> bool:
+    return name.startswith(CORE_PLUGIN_PREFIX)
+
+
+class HookRouter:
+    """Calls the workflow hooks of ``pm`` on the owners that ``registry`` recorded."""
+
+    def __init__(self, pm: pluggy.PluginManager, registry: Registry) -> None:
+        self.pm = pm
+        self.registry = registry
+
+    # ----------------------------------------------------------------- owners
+
+    def framework_owner(self, framework: str) -> str:
+        return self.registry.frameworks.owner(framework)
+
+    def vendor_owner(self, vendor: str) -> str:
+        return self.registry.vendors.owner(vendor)
+
+    def case_owners(self, case: CaseSpec, shared: str) -> set[str]:
+        """The plugin that registered ``case`` and those that registered cases sharing its
+        ``shared`` attribute (``dataset`` or ``model``): a plugin that adds a GPT case reuses
+        the GPT dataset and FLOPs formula of the plugin that owns the GPT cases."""
+        cases = self.registry.cases
+        owners = {cases.owners[name] for name, other in cases.items.items()
+                  if getattr(other, shared) == getattr(case, shared)}
+        if case.name in cases.owners:
+            owners.add(cases.owners[case.name])
+        return owners
+
+    def _caller(self, hook_name: str, owners: Iterable[str]):
+        keep = set(owners)
+        remove = [plugin for name, plugin in self.pm.list_name_plugin()
+                  if name not in keep and not is_core_plugin(name)]
+        return self.pm.subset_hook_caller(hook_name, remove)
+
+    # ----------------------------------------------------------------- vendor hooks
+
+    def discover_devices(self, vendor: str) -> DeviceSet:
+        devices = self._caller("discover_devices", {self.vendor_owner(vendor)})(vendor=vendor)
+        if devices is None:
+            raise UnavailableError(
+                f"vendor {vendor!r} (plugin {self.vendor_owner(vendor)}) discovered no devices"
+            )
+        return devices
+
+    def vendor_case_config(self, vendor: str, case: CaseSpec, framework: str, nproc: int,
+                           nnodes: int, hardware_config: str | None) -> VendorCaseConfig | None:
+        return self._caller("vendor_case_config", {self.vendor_owner(vendor)})(
+            vendor=vendor, case=case, framework=framework, nproc=nproc, nnodes=nnodes,
+            hardware_config=hardware_config,
+        )
+
+    def device_peak_flops(self, devices: DeviceSet, precision: str) -> float | None:
+        if devices.vendor not in self.registry.vendors:
+            return None
+        return self._caller("device_peak_flops", {self.vendor_owner(devices.vendor)})(
+            devices=devices, precision=precision
+        )
+
+    # ----------------------------------------------------------------- workflow hooks
+
+    def prepare_env(self, context: RunContext) -> ExecutionEnv:
+        return self._caller("prepare_env", {self.framework_owner(context.framework)})(
+            context=context
+        )
+
+    def prepare_data(self, context: RunContext) -> DatasetInfo:
+        dataset = self._caller("prepare_data", self.case_owners(context.case, "dataset"))(context=context)
+        if dataset is None:
+            raise UnavailableError(
+                f"no plugin prepares datasets of kind {context.case.dataset!r}"
+            )
+        return dataset
+
+    def run(self, context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec:
+        owners = {self.framework_owner(context.framework), self.vendor_owner(context.vendor)}
+        launch = self._caller("run", owners)(context=context, env=env, dataset=dataset)
+        if launch is None:
+            raise UnavailableError(f"framework {context.framework!r} produced no launch")
+        return launch
+
+    def execute(self, context: RunContext, launch: LaunchSpec, log_path: Path,
+                observer: Any) -> ProcessOutcome:
+        return self._caller("execute", {self.vendor_owner(context.vendor)})(
+            context=context, launch=launch, log_path=log_path, observer=observer
+        )
+
+    def parse_log(self, context: RunContext, log_path: Path) -> ParsedLog | None:
+        return self._caller("parse_log", {self.framework_owner(context.framework)})(
+            context=context, log_path=log_path
+        )
+
+    def model_flops(self, context: RunContext) -> FlopsEstimate | None:
+        owners = {self.framework_owner(context.framework), *self.case_owners(context.case, "model")}
+        return self._caller("model_flops", owners)(context=context)
+
+    def unsupported_reasons(self, context: RunContext) -> list[str]:
+        owners = {self.framework_owner(context.framework), self.vendor_owner(context.vendor)}
+        return [r for r in self._caller("unsupported_reason", owners)(context=context) if r]
