@@ -198,8 +198,9 @@ def vendor_case_config(
 ) -> VendorCaseConfig | None:
     """Return the vendor's per-case config for this case/framework/layout, or ``None``.
 
-    Called on the plugin that registered ``vendor``. ``hardware_config`` names a config explicitly (e.g. ``config_TP2PP1SH1SP4A10080Gx1x8``);
-    when it is ``None`` pick the one that matches ``nnodes``/``nproc``, if any.
+    Called on the plugin that registered ``vendor``. ``hardware_config`` names a config
+    explicitly (e.g. ``config_TP2PP1SH1SP4A10080Gx1x8``); when it is ``None`` pick the one
+    that matches ``nnodes``/``nproc``, if any.
     ``harness.vendor_configs.find_vendor_config`` implements the usual folder layout.
 
     Its values override the case defaults (only keys the case lists in

@@ -211,6 +211,9 @@ def main(argv: list[str] | None = None) -> int:
     check = "--check" in args
     paths = [a for a in args if a != "--check"]
     path = Path(paths[0]) if paths else DOC_PATH
+    if not path.is_file():
+        print(f"error: {path} does not exist; give the path of docs/plugins.md", file=sys.stderr)
+        return 2
     current = path.read_text(encoding="utf-8")
     try:
         new = update(current)

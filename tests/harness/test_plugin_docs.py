@@ -110,3 +110,8 @@ def test_docstring_literal_blocks_become_fenced_code():
     assert rst_to_markdown(text) == (
         "Do it with `x`.\n\nExample:\n\n```python\n@hookimpl\ndef run(context):\n"
         "    return None\n```\n\nAfter.\n")
+
+
+def test_a_missing_guide_is_a_one_line_error(tmp_path, capsys):
+    assert main(["--check", str(tmp_path / "nowhere.md")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
