@@ -25,8 +25,11 @@ plugins that own what it is about, which the core learns from the registrations:
 - a vendor's hooks (``discover_devices``, ``vendor_case_config``, ``device_peak_flops``,
   wrappers of ``run`` and ``execute``, ``unsupported_reason``) only to the plugin that
   registered that vendor;
-- ``prepare_data`` and ``model_flops`` also to the plugin that registered the case;
-- the core's own fallbacks (``harness.builtin.core``, ``trylast``) always.
+- ``prepare_data`` to the plugins that registered the case or another case of the same
+  dataset kind, and ``model_flops`` also to those that registered the case or another case
+  of the same model family (so a plugin adding a GPT case reuses the GPT data and FLOPs
+  formula of the plugin that owns the GPT cases);
+- the core's own fallbacks (``harness.builtin.*``, ``trylast``) always.
 
 So an implementation needs no ``if context.framework != ...: return None`` guard, and a
 plugin cannot answer for a framework, vendor or case it did not register. A plugin that
@@ -248,9 +251,9 @@ def model_flops(context: RunContext) -> FlopsEstimate | None:
     The unit is that of ``context.case.unit`` (FLOPs per token for ``tokens/s``, per sample
     for ``samples/s``), counted from the resolved ``context.config.params`` with a named
     formula (``FlopsEstimate.formula``), e.g. GPT: 6·N + 12·L·h·s (PaLM, appendix B).
-    Called on the plugin that registered the case and the one that registered the
-    framework; answer for the model families (``context.case.model``) you know. The core
-    combines it with ``device_peak_flops`` into MFU.
+    Called on the plugin that registered the run's framework and the plugins that
+    registered a case of this model family (``context.case.model``); answer for the model
+    families you know. The core combines it with ``device_peak_flops`` into MFU.
 
     Example::
 
@@ -297,8 +300,8 @@ def prepare_data(context: RunContext) -> DatasetInfo | None:
 
     The data must be in the real on-disk format the training scripts read. Offline, it is
     synthesised in that same format, deterministically from ``context.config.settings.seed``,
-    and kept under ``context.data_dir``. Called on the plugin that registered the case and
-    the one that registered the framework.
+    and kept under ``context.data_dir``. Called on the plugins that registered a case of
+    this dataset kind (``context.case.dataset``); answer for the kinds you know.
 
     Example::
 
@@ -403,8 +406,11 @@ def unsupported_reason(context: RunContext) -> str | None:
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
     """Turn the framework's own log lines into per-step metrics (``ParsedLog``).
 
-    Called on the plugin that registered ``context.framework``. Step throughput is in
-    ``context.case.unit``; put failure markers (a traceback, a NaN loss) in ``errors``.
+    Optional: without it the core reads the log with the registered log format that the
+    launch declared (``LaunchSpec.log_format``; see ``register_log_formats``). Implement it
+    when no registered format fits. Called on the plugin that registered
+    ``context.framework``. Step throughput is in ``context.case.unit``; put failure markers
+    (a traceback, a NaN loss) in ``errors``.
 
     Example::
 

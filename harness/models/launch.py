@@ -43,7 +43,10 @@ class LaunchSpec(BaseModel):
     cwd: str | None = Field(None, description="Working folder of the processes; None keeps the current one.")
     nproc: int = Field(1, description="Processes per node the launch starts.")
     nnodes: int = Field(1, description="Nodes the launch spans.")
-    log_format: str = Field(description="Log format of the output, used for live progress.")
+    log_format: str = Field(
+        description="Name of the registered log format the output is in; the core reads the log "
+                    "and shows live progress with it."
+    )
     description: str = Field("", description="One line for the progress display, e.g. torch 2.11.")
 
 
