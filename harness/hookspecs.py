@@ -8,14 +8,39 @@ register a module under the ``harness`` entry-point group::
     [project.entry-points.harness]
     my_chip = "harness_my_chip.plugin"
 
-Data flows one way through the workflow hooks, in this order, once per repeat::
+Data flows one way through the workflow hooks. ``harness run`` calls them in this order:
+the first four once per run, the last three once per repeat (``--repeat N``)::
 
-    discover_devices -> prepare_env -> prepare_data -> run -> execute -> parse_log
+    discover_devices -> vendor_case_config -> prepare_env -> prepare_data
+        -> (run -> execute -> parse_log) x N
 
-The workflow hooks are ``firstresult``: a plugin answers for the framework or vendor it
-owns and returns ``None`` for everything else. Vendors change the framework's work by
-wrapping hooks (``@hookimpl(wrapper=True)``), e.g. adding visible-devices variables to the
-launch returned by ``run`` or sampling device counters around ``execute``.
+then ``model_flops`` and ``device_peak_flops`` once for the efficiency (MFU). ``harness
+sweep`` asks ``unsupported_reason`` before it runs a point.
+
+Who is called. The registration hooks go to every plugin. A workflow hook goes only to the
+plugins that own what it is about, which the core learns from the registrations:
+
+- a framework's hooks (``prepare_env``, ``run``, ``parse_log``, ``unsupported_reason``,
+  ``model_flops``) only to the plugin that registered that framework;
+- a vendor's hooks (``discover_devices``, ``vendor_case_config``, ``device_peak_flops``,
+  wrappers of ``run`` and ``execute``, ``unsupported_reason``) only to the plugin that
+  registered that vendor;
+- ``prepare_data`` to the plugins that registered the case or another case of the same
+  dataset kind, and ``model_flops`` also to those that registered the case or another case
+  of the same model family (so a plugin adding a GPT case reuses the GPT data and FLOPs
+  formula of the plugin that owns the GPT cases);
+- the core's own fallbacks (``harness.builtin.*``, ``trylast``) always.
+
+So an implementation needs no ``if context.framework != ...: return None`` guard, and a
+plugin cannot answer for a framework, vendor or case it did not register. A plugin that
+registers a case, framework or vendor name that is already taken is skipped for that name
+with a one-line warning naming both plugins' distributions; ``harness plugins`` shows it.
+
+Most workflow hooks are ``firstresult``: the first non-``None`` answer wins. Vendors change
+the framework's work by wrapping hooks (``@hookimpl(wrapper=True)``), e.g. adding
+visible-devices variables to the launch returned by ``run`` or sampling device counters
+around ``execute``. ``docs/plugins.md`` is the guide; its reference part is generated from
+these docstrings (``python -m harness.plugin_docs``).
 """
 
 from __future__ import annotations
@@ -57,7 +82,21 @@ def register_cases(register: Callable[[CaseSpec], None]) -> None:
 
     A case is data: model family, dataset kind, default settings and hyper-parameters, a
     ``smoke`` preset, the keys that identify it (``immutable``) and the keys vendors may
-    tune (``vendor_overridable``). Two plugins registering one name is an error.
+    tune (``vendor_overridable``). A name that is already registered is skipped with a warning.
+
+    Example::
+
+        @hookimpl
+        def register_cases(register):
+            register(CaseSpec(
+                name="mlp_tiny", model="mlp", dataset="mlp-rows", unit="samples/s",
+                mission_name="mlp_tiny", direction_id=2, legacy_prefix="rec",
+                settings={"micro_batch_size": 64, "max_steps": 50, "skip_steps": 5},
+                params={"num_layers": 4, "hidden_size": 256, "learning_rate": 1e-3},
+                smoke={"max_steps": 10},
+                immutable=frozenset({"num_layers", "hidden_size"}),
+                vendor_overridable=frozenset({"micro_batch_size", "precision"}),
+            ))
     """
 
 
@@ -66,13 +105,33 @@ def register_frameworks(register: Callable[[FrameworkSpec], None]) -> None:
     """Register training frameworks by calling ``register(FrameworkSpec(...))``.
 
     ``models`` lists the model families the framework implements; every case of those
-    models becomes runnable with ``--framework <name>``.
+    models becomes runnable with ``--framework <name>``. Registering a framework makes
+    this plugin the one the framework's workflow hooks are called on.
+
+    Example::
+
+        @hookimpl
+        def register_frameworks(register):
+            register(FrameworkSpec(name="myfw", description="MyFW 2.0, one process per device",
+                                   models=frozenset({"mlp"}), log_format="myfw"))
     """
 
 
 @hookspec
 def register_vendors(register: Callable[[VendorSpec], None]) -> None:
-    """Register hardware vendors by calling ``register(VendorSpec(...))``."""
+    """Register hardware vendors by calling ``register(VendorSpec(...))``.
+
+    Registering a vendor makes this plugin the one the vendor's hooks are called on
+    (``discover_devices``, ``vendor_case_config``, ``device_peak_flops`` and the wrappers of
+    ``run`` and ``execute``) when a run names it with ``--vendor``.
+
+    Example::
+
+        @hookimpl
+        def register_vendors(register):
+            register(VendorSpec(name="acme", description="Acme NPUs through acme-smi",
+                                device_kind="npu"))
+    """
 
 
 @hookspec
@@ -80,13 +139,31 @@ def register_log_formats(register: Callable[[LogFormat], None]) -> None:
     """Register log formats (``harness.logformat.LogFormat`` instances).
 
     Framework plugins contribute the formats of their ecosystem; ``harness parse`` and the
-    live progress display use them.
+    live progress display use them. A format says whether a line is one of its own
+    (``detect``) and gives a line-by-line parser (``new_parser`` -> ``feed``/``finish``).
+
+    Example::
+
+        @hookimpl
+        def register_log_formats(register):
+            from myfw_harness.log_format import MyFwFormat  # a LogFormat subclass
+
+            register(MyFwFormat())
     """
 
 
 @hookspec
 def register_commands(cli: typer.Typer) -> None:
-    """Add commands or command groups to the ``harness`` CLI (a ``typer.Typer``)."""
+    """Add commands or command groups to the ``harness`` CLI (a ``typer.Typer``).
+
+    Example::
+
+        @hookimpl
+        def register_commands(cli):
+            @cli.command("acme-info", help="Show the Acme driver version.")
+            def acme_info():
+                typer.echo(acme_smi.driver_version())
+    """
 
 
 # --------------------------------------------------------------------------- vendor
@@ -94,10 +171,26 @@ def register_commands(cli: typer.Typer) -> None:
 
 @hookspec(firstresult=True)
 def discover_devices(vendor: str) -> DeviceSet | None:
-    """Return the devices of ``vendor`` on this machine, or ``None`` if not your vendor.
+    """Return the devices of ``vendor`` on this machine.
 
-    Raise ``harness.errors.UnavailableError`` with a one-line explanation and a suggestion
-    when the vendor is yours but its devices or driver are missing.
+    Called on the plugin that registered ``vendor``. Raise
+    ``harness.errors.UnavailableError`` with a one-line explanation and a suggestion when the
+    devices or the driver are missing. Set ``visible_devices_env`` to the variable that
+    selects devices for your runtime; the devices' ``index`` is what that variable lists.
+
+    Example::
+
+        @hookimpl
+        def discover_devices(vendor):
+            chips = acme_smi.list_chips()  # the vendor's own driver binding
+            if not chips:
+                raise UnavailableError("no Acme NPU found: is the acme driver loaded? (try acme-smi)")
+            return DeviceSet(
+                vendor=vendor, kind="npu", driver_version=acme_smi.driver_version(),
+                visible_devices_env="ACME_VISIBLE_DEVICES",
+                devices=[DeviceInfo(index=c.index, name=c.name, memory_bytes=c.memory_bytes)
+                         for c in chips],
+            )
     """
 
 
@@ -108,12 +201,21 @@ def vendor_case_config(
 ) -> VendorCaseConfig | None:
     """Return the vendor's per-case config for this case/framework/layout, or ``None``.
 
-    ``hardware_config`` names a config explicitly (e.g. ``config_TP2PP1SH1SP4A10080Gx1x8``);
-    when it is ``None`` pick the one that matches ``nnodes``/``nproc``, if any.
+    Called on the plugin that registered ``vendor``. ``hardware_config`` names a config
+    explicitly (e.g. ``config_TP2PP1SH1SP4A10080Gx1x8``); when it is ``None`` pick the one
+    that matches ``nnodes``/``nproc``, if any.
     ``harness.vendor_configs.find_vendor_config`` implements the usual folder layout.
 
     Its values override the case defaults (only keys the case lists in
     ``vendor_overridable``) and are in turn overridden by ``--set`` on the command line.
+
+    Example::
+
+        CONFIGS = Path(__file__).parent / "configs"  # configs/<case>/<framework>/<name>.toml
+
+        @hookimpl
+        def vendor_case_config(case, framework, nproc, nnodes, hardware_config):
+            return find_vendor_config(CONFIGS, case.name, framework, nnodes, nproc, hardware_config)
     """
 
 
@@ -121,10 +223,21 @@ def vendor_case_config(
 def device_peak_flops(devices: DeviceSet, precision: str) -> float | None:
     """Return the dense peak FLOP/s of ONE of ``devices`` at ``precision``, or ``None``.
 
-    Answer only when ``devices.vendor`` is yours. ``precision`` is the run's (``fp32``,
-    ``fp16``, ``bf16``, ...); answer ``None`` for a device or precision your reviewed table
-    does not know, and the result then carries no MFU rather than a guessed one. The core
-    computes MFU = model FLOP/s per device (``model_flops``) / this peak.
+    Called on the plugin that registered ``devices.vendor``. ``precision`` is the run's
+    (``fp32``, ``fp16``, ``bf16``, ...); answer ``None`` for a device or precision your
+    reviewed table does not know, and the result then carries no MFU rather than a guessed
+    one. The core computes MFU = model FLOP/s per device (``model_flops``) / this peak.
+
+    Example::
+
+        PEAK_FLOPS = {("Acme N1", "bf16"): 400e12, ("Acme N1", "fp32"): 100e12}  # datasheet, dense
+
+        @hookimpl
+        def device_peak_flops(devices, precision):
+            names = {d.name for d in devices.devices}
+            if len(names) != 1:
+                return None  # mixed devices: no single peak to divide by
+            return PEAK_FLOPS.get((names.pop(), precision))
     """
 
 
@@ -138,8 +251,20 @@ def model_flops(context: RunContext) -> FlopsEstimate | None:
     The unit is that of ``context.case.unit`` (FLOPs per token for ``tokens/s``, per sample
     for ``samples/s``), counted from the resolved ``context.config.params`` with a named
     formula (``FlopsEstimate.formula``), e.g. GPT: 6·N + 12·L·h·s (PaLM, appendix B).
-    Answer for the model families (``context.case.model``) you know; case or framework
-    plugins may answer. The core combines it with ``device_peak_flops`` into MFU.
+    Called on the plugin that registered the run's framework and the plugins that
+    registered a case of this model family (``context.case.model``); answer for the model
+    families you know. The core combines it with ``device_peak_flops`` into MFU.
+
+    Example::
+
+        @hookimpl
+        def model_flops(context):
+            if context.case.model != "mlp":
+                return None
+            p = context.config.params
+            n = p["num_layers"] * p["hidden_size"] ** 2  # weights of the square layers
+            return FlopsEstimate(per_unit=6 * n, unit=context.case.unit, formula="6N",
+                                 parameters=n)
     """
 
 
@@ -150,9 +275,22 @@ def model_flops(context: RunContext) -> FlopsEstimate | None:
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
     """Return the environment the run executes in: interpreter, variables, framework version.
 
-    Answer for ``context.framework`` only. The core's fallback (``trylast``) is the running
-    interpreter; a plugin may instead create or reuse an isolated virtual environment.
-    ``context.env_mode == "current"`` asks for the running interpreter.
+    Called on the plugin that registered ``context.framework``. The core's fallback
+    (``trylast``) is the running interpreter; a plugin may instead create or reuse an
+    isolated virtual environment. ``context.env_mode == "current"`` asks for the running
+    interpreter. Raise ``UnavailableError`` with the install command when the framework is
+    missing.
+
+    Example::
+
+        @hookimpl
+        def prepare_env(context):
+            try:
+                version = importlib.metadata.version("myfw")
+            except importlib.metadata.PackageNotFoundError:
+                raise UnavailableError("MyFW is not installed; `pip install myfw`") from None
+            return ExecutionEnv(python=sys.executable, framework=context.framework,
+                                framework_version=version, packages={"myfw": version})
     """
 
 
@@ -161,7 +299,24 @@ def prepare_data(context: RunContext) -> DatasetInfo | None:
     """Make sure the case's dataset (``context.case.dataset``) exists and say where it is.
 
     The data must be in the real on-disk format the training scripts read. Offline, it is
-    synthesised in that same format, deterministically from ``context.config.settings.seed``.
+    synthesised in that same format, deterministically from ``context.config.settings.seed``,
+    and kept under ``context.data_dir``. Called on the plugins that registered a case of
+    this dataset kind (``context.case.dataset``); answer for the kinds you know.
+
+    Example::
+
+        @hookimpl
+        def prepare_data(context):
+            seed = context.config.settings.seed
+            path = context.data_dir / "mlp-rows" / f"rows-{seed}.npy"
+            if not path.exists():
+                rows = numpy.random.default_rng(seed).standard_normal((4096, 256), dtype="float32")
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_suffix(".tmp.npy")
+                numpy.save(tmp, rows)
+                tmp.replace(path)  # atomic: never half a file
+            return DatasetInfo(kind=context.case.dataset, path=str(path.parent),
+                               files=[path.name], synthesized=True, seed=seed)
     """
 
 
@@ -169,8 +324,31 @@ def prepare_data(context: RunContext) -> DatasetInfo | None:
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
     """Return the launch of the training processes: argv list, env, process count.
 
-    The core executes it (see ``execute``); plugins never start processes here. Vendors wrap
-    this hook to add variables such as ``CUDA_VISIBLE_DEVICES`` to the returned launch.
+    Called on the plugin that registered ``context.framework``; the core executes the launch
+    (see ``execute``), plugins never start processes here. The training script reads the
+    resolved config from ``context.run_dir / "config.json"``. The vendor's plugin wraps this
+    hook to add variables such as ``CUDA_VISIBLE_DEVICES`` to the returned launch.
+
+    Example::
+
+        @hookimpl
+        def run(context, env, dataset):
+            s = context.config.settings
+            argv = [env.python, "-m", "myfw.launch", f"--nproc={s.nproc}", str(TRAIN_SCRIPT),
+                    "--config", str(context.run_dir / "config.json"), "--data", dataset.path]
+            return LaunchSpec(argv=argv, env=env.env, nproc=s.nproc, nnodes=s.nnodes,
+                              log_format="myfw")
+
+    Example (a vendor's wrapper)::
+
+        @hookimpl(wrapper=True)
+        def run(context, env, dataset):
+            launch = yield
+            if launch is None:
+                return None
+            used = context.devices.devices[: context.config.settings.nproc]
+            visible = {"ACME_VISIBLE_DEVICES": ",".join(str(d.index) for d in used)}
+            return launch.model_copy(update={"env": {**launch.env, **visible}})
     """
 
 
@@ -189,6 +367,18 @@ def execute(
     A vendor that measures power puts the mean power of all devices together, in watts,
     while they were busy training, under ``outcome.extras["busy_power_w"]``; the core turns it
     into energy per token/sample (``result.efficiency.energy_per_unit_j``).
+
+    Example (a vendor's wrapper)::
+
+        @hookimpl(wrapper=True)
+        def execute(context, launch, log_path, observer):
+            sampler = AcmePowerSampler(interval_s=0.5).start()  # the vendor's own monitor
+            try:
+                outcome = yield
+            finally:
+                watts = sampler.stop()
+            outcome.extras["busy_power_w"] = watts
+            return outcome
     """
 
 
@@ -199,8 +389,16 @@ def unsupported_reason(context: RunContext) -> str | None:
     ``harness sweep`` asks every plugin before it runs a point of its matrix and lists the
     point as skipped with the reasons given, instead of running it to a failure: e.g. a
     precision the device lacks (bf16 on a pre-Ampere GPU) or the framework has no kernels
-    for on this device. Answer only for your own framework or vendor. Not ``firstresult``:
-    every plugin's reason is reported.
+    for on this device. Called on the plugins that registered the run's framework and
+    vendor. Not ``firstresult``: every reason given is reported.
+
+    Example::
+
+        @hookimpl
+        def unsupported_reason(context):
+            if context.config.settings.precision == "fp16" and context.devices.kind == "cpu":
+                return "MyFW fp16 training needs an accelerator (on the CPU use bf16 or fp32)"
+            return None
     """
 
 
@@ -208,5 +406,24 @@ def unsupported_reason(context: RunContext) -> str | None:
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
     """Turn the framework's own log lines into per-step metrics (``ParsedLog``).
 
-    Answer for ``context.framework`` only. Step throughput is in ``context.case.unit``.
+    Optional: without it the core reads the log with the registered log format that the
+    launch declared (``LaunchSpec.log_format``; see ``register_log_formats``). Implement it
+    when no registered format fits. Called on the plugin that registered
+    ``context.framework``. Step throughput is in ``context.case.unit``; put failure markers
+    (a traceback, a NaN loss) in ``errors``.
+
+    Example::
+
+        STEP = re.compile(r"step ([0-9]+) [|] time ([^ ]+) s [|] loss ([^ ]+)")
+
+        @hookimpl
+        def parse_log(context, log_path):
+            batch = context.config.settings.global_batch_size
+            steps = []
+            for line in log_path.read_text(encoding="utf-8", errors="replace").splitlines():
+                if match := STEP.search(line):
+                    seconds = float(match[2])
+                    steps.append(StepRecord(step=int(match[1]), step_time_s=seconds,
+                                            throughput=batch / seconds, loss=float(match[3])))
+            return ParsedLog(format="myfw", unit=context.case.unit, steps=steps)
     """

@@ -20,7 +20,7 @@ class CaseSpec(BaseModel):
 
     name: str = Field(description="Case name used on the command line, e.g. gpt3_6.7B.")
     model: str = Field(description="Model family a framework plugin implements, e.g. gpt.")
-    description: str = ""
+    description: str = Field("", description="One line shown by `harness list cases`.")
     dataset: str = Field(description="Dataset kind prepare_data must provide, e.g. gpt-npy.")
     unit: str = Field(description="Throughput unit of FINAL_RESULT, e.g. tokens/s.")
     mission_name: str = Field(description="Legacy index JSON mission_name (task name).")
@@ -53,8 +53,8 @@ class FrameworkSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
-    description: str = ""
+    name: str = Field(description="Framework name used with --framework, e.g. pytorch.")
+    description: str = Field("", description="One line about the framework, e.g. how it launches.")
     models: frozenset[str] = Field(description="Model families this framework implements.")
     log_format: str = Field(description="Name of the log format its training scripts print.")
 
@@ -64,6 +64,6 @@ class VendorSpec(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    name: str
-    description: str = ""
+    name: str = Field(description="Vendor name used with --vendor, e.g. nvidia.")
+    description: str = Field("", description="One line shown by `harness list vendors`.")
     device_kind: str = Field(description="cpu, gpu, npu, ...")

@@ -31,7 +31,7 @@ class RunSettings(BaseModel):
         # Serialised results carry the computed fields; reading them back must not fail.
         return _without(data, ("world_size", "run_mode", "global_batch_size"))
 
-    precision: Precision = "fp32"
+    precision: Precision = Field("fp32", description="Training precision.")
     micro_batch_size: int = Field(8, ge=1, description="Per-process batch size of one step.")
     grad_accum_steps: int = Field(1, ge=1, description="Micro-batches per optimizer step.")
     max_steps: int = Field(100, ge=1, description="Optimizer steps to run.")
@@ -40,7 +40,7 @@ class RunSettings(BaseModel):
     )
     nproc: int = Field(1, ge=1, description="Processes (devices) per node.")
     nnodes: int = Field(1, ge=1, description="Nodes.")
-    seed: int = 1234
+    seed: int = Field(1234, description="Random seed of the training and of synthetic data.")
     timeout_s: float = Field(7200.0, gt=0, description="Overall wall-clock limit of the run.")
     hang_timeout_s: float = Field(
         900.0, gt=0, description="Limit on time without any output before the run counts as hung."
@@ -49,16 +49,19 @@ class RunSettings(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def world_size(self) -> int:
+        """Processes in all: nproc x nnodes."""
         return self.nproc * self.nnodes
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def run_mode(self) -> Literal["sp", "mp"]:
+        """sp for one process, mp for several."""
         return "sp" if self.world_size == 1 else "mp"
 
     @computed_field  # type: ignore[prop-decorator]
     @property
     def global_batch_size(self) -> int:
+        """Samples per optimizer step: micro batch x accumulation x world size."""
         return self.micro_batch_size * self.grad_accum_steps * self.world_size
 
 
@@ -67,16 +70,16 @@ class ResolvedConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    case: str
-    model: str
-    framework: str
-    vendor: str
-    scale: Scale = "full"
+    case: str = Field(description="Case name.")
+    model: str = Field(description="Model family of the case.")
+    framework: str = Field(description="Framework that trains it.")
+    vendor: str = Field(description="Vendor whose devices it runs on.")
+    scale: Scale = Field("full", description="full, or smoke for the shrunk preset.")
     hardware_config: str | None = Field(
         None, description="Name of the vendor per-case config that was applied, if any."
     )
-    settings: RunSettings
-    params: dict[str, ParamValue]
+    settings: RunSettings = Field(description="Knobs every framework understands.")
+    params: dict[str, ParamValue] = Field(description="The case's model and optimizer hyper-parameters.")
     sources: dict[str, str] = Field(
         default_factory=dict,
         description="Where each non-default value came from: smoke, vendor:<file>, cli.",

@@ -17,22 +17,24 @@ class RunContext(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    run_id: str
-    case: CaseSpec
-    config: ResolvedConfig
-    devices: DeviceSet
+    run_id: str = Field(description="Unique id of the run; also the name of its folder.")
+    case: CaseSpec = Field(description="The case being run.")
+    config: ResolvedConfig = Field(description="The resolved configuration (settings and params).")
+    devices: DeviceSet = Field(description="What discover_devices found for the run's vendor.")
     run_dir: Path = Field(description="Folder of this run's log, config and results.")
     data_dir: Path = Field(description="Root under which datasets are kept.")
     cache_dir: Path = Field(description="Root for cached environments and other reusable state.")
     env_mode: Literal["auto", "current"] = Field(
         "auto", description="'current' asks prepare_env to use the running interpreter."
     )
-    repeat_index: int = 1
+    repeat_index: int = Field(1, description="Which repeat (1-based) run, execute and parse_log serve.")
 
     @property
     def framework(self) -> str:
+        """The run's framework name (``config.framework``)."""
         return self.config.framework
 
     @property
     def vendor(self) -> str:
+        """The run's vendor name (``config.vendor``)."""
         return self.config.vendor

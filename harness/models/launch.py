@@ -15,24 +15,24 @@ class ExecutionEnv(BaseModel):
 
     python: str = Field(description="Path of the Python interpreter that runs the training script.")
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
-    framework: str
-    framework_version: str | None = None
+    framework: str = Field(description="Name of the framework this environment runs.")
+    framework_version: str | None = Field(None, description="Installed framework version, recorded in the result.")
     isolated: bool = Field(False, description="True when this is a dedicated virtual environment.")
     packages: dict[str, str] = Field(
         default_factory=dict, description="Installed package versions (the lock of the environment)."
     )
-    description: str = ""
+    description: str = Field("", description="One line for the progress display, e.g. current interpreter.")
 
 
 class DatasetInfo(BaseModel):
     """Where the case's dataset is, in its real on-disk format (returned by ``prepare_data``)."""
 
-    kind: str
-    path: str
-    files: list[str] = Field(default_factory=list)
+    kind: str = Field(description="Dataset kind (CaseSpec.dataset), e.g. gpt-npy.")
+    path: str = Field(description="Folder that holds the dataset files.")
+    files: list[str] = Field(default_factory=list, description="File names inside path the training reads.")
     synthesized: bool = Field(description="True when harness generated the data offline.")
-    seed: int | None = None
-    description: str = ""
+    seed: int | None = Field(None, description="Seed the synthetic data was generated from.")
+    description: str = Field("", description="One line for the progress display and the result.")
 
 
 class LaunchSpec(BaseModel):
@@ -40,22 +40,25 @@ class LaunchSpec(BaseModel):
 
     argv: list[str] = Field(description="Command as an argument list; never a shell string.")
     env: dict[str, str] = Field(default_factory=dict, description="Variables added to the environment.")
-    cwd: str | None = None
-    nproc: int = 1
-    nnodes: int = 1
-    log_format: str = Field(description="Log format of the output, used for live progress.")
-    description: str = ""
+    cwd: str | None = Field(None, description="Working folder of the processes; None keeps the current one.")
+    nproc: int = Field(1, description="Processes per node the launch starts.")
+    nnodes: int = Field(1, description="Nodes the launch spans.")
+    log_format: str = Field(
+        description="Name of the registered log format the output is in; the core reads the log "
+                    "and shows live progress with it."
+    )
+    description: str = Field("", description="One line for the progress display, e.g. torch 2.11.")
 
 
 class ProcessOutcome(BaseModel):
     """What executing a launch produced (returned by ``execute``)."""
 
-    status: RunStatus
-    exit_code: int | None = None
-    reason: str | None = None
-    log_path: str
-    started_at: datetime
-    finished_at: datetime
+    status: RunStatus = Field(description="How the processes ended.")
+    exit_code: int | None = Field(None, description="Exit status of the launch; None when it was stopped.")
+    reason: str | None = Field(None, description="Why it did not succeed: the last error lines, a timeout...")
+    log_path: str = Field(description="The log the output was written to.")
+    started_at: datetime = Field(description="When the processes started (UTC).")
+    finished_at: datetime = Field(description="When the processes ended (UTC).")
     extras: dict[str, Any] = Field(
         default_factory=dict,
         description="Measurements added by wrappers of execute, e.g. a vendor's device monitor.",
@@ -63,4 +66,5 @@ class ProcessOutcome(BaseModel):
 
     @property
     def duration_s(self) -> float:
+        """Seconds from start to end."""
         return (self.finished_at - self.started_at).total_seconds()

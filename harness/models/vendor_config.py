@@ -8,6 +8,8 @@ from harness.models.case import ParamValue
 
 
 class VendorCaseConfig(BaseModel):
+    """A vendor's tuned values for one case, framework and layout (a ``[values]`` TOML table)."""
+
     name: str = Field(description="e.g. config_TP1PP1SH2SP8A10080Gx1x8")
-    path: str | None = None
+    path: str | None = Field(None, description="File it was read from, if it came from a file.")
     values: dict[str, ParamValue] = Field(description="Keys of settings or params to override.")
