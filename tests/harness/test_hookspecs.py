@@ -44,12 +44,22 @@ def hookimpls(tree: ast.AST, hook: str) -> list[ast.FunctionDef]:
             and any(_is_hookimpl(d) for d in node.decorator_list)]
 
 
+def _is_router(node: ast.AST) -> bool:
+    """``router`` or ``HookRouter(...)``: the core's owner-scoped hook caller (harness.dispatch)."""
+    if isinstance(node, ast.Name):
+        return node.id == "router"
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id == "HookRouter")
+
+
 def hook_calls(tree: ast.AST, hook: str) -> list[ast.Call]:
-    """Calls of ``<plugin manager>.hook.<hook>(...)``."""
+    """Calls of ``<plugin manager>.hook.<hook>(...)`` or of the router's ``<hook>(...)``."""
+    names = {hook, hook.replace("unsupported_reason", "unsupported_reasons")}
     return [node for node in ast.walk(tree)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == hook and isinstance(node.func.value, ast.Attribute)
-            and node.func.value.attr == "hook"]
+            and node.func.attr in names
+            and ((isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "hook")
+                 or _is_router(node.func.value))]
 
 
 def exercises(source: str, hook: str) -> bool:
