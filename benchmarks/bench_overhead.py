@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from harness.metrics import mean_throughput, measured_steps
-from harness_pytorch.megatron_log import MegatronFormat
+from harness.logformats.megatron import MegatronFormat
 from harness_pytorch.plugin import TRAIN_SCRIPTS
 
 

@@ -9,6 +9,7 @@ from harness import hookimpl
 def register_log_formats(register) -> None:
     from harness.logformats.flagperf import FlagPerfFormat
     from harness.logformats.keyword import KeywordFormat
+    from harness.logformats.megatron import MegatronFormat
     from harness.logformats.mllog import MLLogFormat
     from harness.logformats.ngc_tensorflow import TFBertFormat, TFResNetFormat
 
@@ -17,3 +18,4 @@ def register_log_formats(register) -> None:
     register(TFBertFormat())
     register(TFResNetFormat())
     register(KeywordFormat())
+    register(MegatronFormat())

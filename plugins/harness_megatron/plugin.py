@@ -9,6 +9,7 @@ from pathlib import Path
 
 from harness import hookimpl
 from harness.errors import UnavailableError, UserInputError
+from harness.launch import rendezvous_endpoint
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
 from harness.models.context import RunContext
 
@@ -34,14 +35,6 @@ def register_cases(register) -> None:
 
     for case in matrix_cases():
         register(case)
-
-
-def _pytorch_scripts() -> Path:
-    """The PyTorch plugin's scripts folder: its GPT dataset reader is shared, so both
-    frameworks read the same tokens in the same order."""
-    import harness_pytorch
-
-    return Path(harness_pytorch.__file__).parent / "scripts"
 
 
 def _needs_nvidia_gpus(context: RunContext) -> str | None:
@@ -102,8 +95,6 @@ def build_argv(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo,
     if settings.nnodes == 1:
         argv.append("--standalone")
     else:
-        from harness_pytorch.plugin import rendezvous_endpoint
-
         argv += [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d",
                  f"--rdzv-endpoint={rendezvous_endpoint()}"]
     argv += [str(SCRIPT), "--config", str(context.run_dir / "config.json"),
@@ -117,11 +108,11 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     from harness_cases.gpt_flops import gpt_flops_per_token
 
     flops = gpt_flops_per_token(context.config.params).per_unit
-    from harness_cases.readers import READERS_DIR
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 
-    # gpt_dataset.py of the PyTorch plugin reads the data through the shared readers.
-    path = os.pathsep.join(filter(None, [str(_pytorch_scripts()), str(READERS_DIR),
-                                         os.environ.get("PYTHONPATH")]))
+    # The script reads the data through the torch GPT dataset it shares with the PyTorch
+    # plugin's script, so both frameworks read the same tokens in the same order.
+    path = os.pathsep.join(filter(None, [str(SHARED_SCRIPTS_DIR), os.environ.get("PYTHONPATH")]))
     launch_env = {
         **env.env,
         "PYTHONPATH": path,
@@ -137,6 +128,6 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
 
 @hookimpl
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    from harness_pytorch.megatron_log import MegatronFormat
+    from harness.logformats.megatron import MegatronFormat
 
     return MegatronFormat().parse_file(log_path, seq_len=int(context.config.params["seq_len"]))

@@ -14,6 +14,7 @@ from harness import hookimpl
 from harness.envs import EnvSpec
 from harness.envs.prepare import current_env, isolated_env
 from harness.errors import UnavailableError
+from harness.launch import usable_cores
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
 from harness.models.context import RunContext
 
@@ -80,7 +81,7 @@ def unsupported_reason(context: RunContext) -> str | None:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    from harness_cases.readers import READERS_DIR
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 
     settings = context.config.settings
     if settings.nnodes > 1:
@@ -89,11 +90,9 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     model = context.case.model
     argv = [env.python, str(TRAIN_SCRIPTS[model]), "--config", str(context.run_dir / "config.json"),
             "--data", dataset.path, "--model", model]
-    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(READERS_DIR)])}
+    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
     if context.devices.kind == "cpu":
         # One process drives every CPU "device" of the run: it gets all the cores.
-        from harness_cpu.plugin import usable_cores
-
         variables["OMP_NUM_THREADS"] = str(usable_cores())
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=1,
                       log_format="gluoncv", description=f"mxnet {env.framework_version}, "

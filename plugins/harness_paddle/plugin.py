@@ -13,7 +13,8 @@ from pathlib import Path
 from harness import hookimpl
 from harness.envs import EnvSpec
 from harness.envs.prepare import current_env, isolated_env
-from harness.errors import UnavailableError, UserInputError
+from harness.errors import UnavailableError
+from harness.launch import rendezvous_endpoint
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
 from harness.models.context import RunContext
 
@@ -109,7 +110,7 @@ def _data_argument(context: RunContext, dataset: DatasetInfo) -> str:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    from harness_cases.readers import READERS_DIR
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 
     settings = context.config.settings
     model = context.case.model
@@ -126,19 +127,12 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
         argv = [env.python, *launcher, "--nproc_per_node", str(settings.nproc),
                 "--log_dir", str(context.run_dir / "paddle_launch")]
         if settings.nnodes > 1:
-            argv += ["--nnodes", str(settings.nnodes), "--master", _master_endpoint()]
+            argv += ["--nnodes", str(settings.nnodes), "--master", rendezvous_endpoint()]
         argv += script_args
-    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(READERS_DIR)])}
+    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format="paddleclas" if model in CNN_MODELS else "paddlenlp",
                       description=f"paddle {env.framework_version}")
-
-
-def _master_endpoint() -> str:
-    addr = os.environ.get("MASTER_ADDR")
-    if not addr:
-        raise UserInputError("--nnodes > 1 needs MASTER_ADDR (and optionally MASTER_PORT) in the environment")
-    return f"{addr}:{os.environ.get('MASTER_PORT', '29500')}"
 
 
 @hookimpl

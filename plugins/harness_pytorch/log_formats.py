@@ -1,7 +1,8 @@
 """Registers the PyTorch ecosystem's DLLogger log formats (NGC BERT and ResNet-50).
 
-The Megatron-LM format is registered by ``harness_pytorch.plugin`` together with the
-framework; these formats only read logs, so they live in a plugin module of their own.
+The Megatron-LM format, which the PyTorch and Megatron-core scripts both print, is a core
+format (``harness.logformats.megatron``); these formats only read logs, so they live in a
+plugin module of their own.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness import hookimpl
+from harness.launch import rendezvous_endpoint
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
 from harness.models.context import RunContext
 
@@ -30,13 +31,6 @@ def register_frameworks(register) -> None:
         models=frozenset(TRAIN_SCRIPTS),
         log_format="megatron",
     ))
-
-
-@hookimpl
-def register_log_formats(register) -> None:
-    from harness_pytorch.megatron_log import MegatronFormat
-
-    register(MegatronFormat())
 
 
 @hookimpl
@@ -80,11 +74,11 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
             argv += [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d",
                      f"--rdzv-endpoint={rendezvous_endpoint()}"]
         argv += script_args
-    from harness_cases.readers import READERS_DIR
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 
-    # The scripts import the framework-neutral dataset readers of harness_cases; packages the
-    # user put on PYTHONPATH stay visible behind them.
-    path = [str(SCRIPTS), str(READERS_DIR), os.environ.get("PYTHONPATH", "")]
+    # The scripts import the framework-neutral modules of harness_cases (dataset readers, the
+    # learning-rate schedule); packages the user put on PYTHONPATH stay visible behind them.
+    path = [str(SCRIPTS), str(SHARED_SCRIPTS_DIR), os.environ.get("PYTHONPATH", "")]
     variables = {**env.env, "PYTHONPATH": os.pathsep.join(filter(None, path))}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format=LOG_FORMATS.get(model, "megatron"),
@@ -103,18 +97,6 @@ def _data_arguments(model: str, dataset: DatasetInfo) -> list[str]:
     return ["--data", str(folder), "--model", model]
 
 
-def rendezvous_endpoint() -> str:
-    """Multi-node runs meet at MASTER_ADDR:MASTER_PORT, which the user exports on every node."""
-    import os
-
-    from harness.errors import UserInputError
-
-    addr = os.environ.get("MASTER_ADDR")
-    if not addr:
-        raise UserInputError("--nnodes > 1 needs MASTER_ADDR (and optionally MASTER_PORT) in the environment")
-    return f"{addr}:{os.environ.get('MASTER_PORT', '29500')}"
-
-
 @hookimpl
 def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
     model, settings = context.case.model, context.config.settings
@@ -127,6 +109,6 @@ def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
         from harness_pytorch.dllogger_log import PyTorchDLEFormat
 
         return PyTorchDLEFormat().parse_file(log_path)
-    from harness_pytorch.megatron_log import MegatronFormat
+    from harness.logformats.megatron import MegatronFormat
 
     return MegatronFormat().parse_file(log_path, seq_len=int(context.config.params["seq_len"]))

@@ -18,7 +18,7 @@ from harness.models.vendor_config import VendorCaseConfig
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import DuplicateRegistrationWarning, Registry
 from harness.runner.pipeline import RunObserver, RunRequest, run_benchmark
-from harness_pytorch.megatron_log import MegatronFormat
+from harness.logformats.megatron import MegatronFormat
 
 CASE = CaseSpec(
     name="toy", model="toy-model", dataset="toy-data", unit="samples/s", mission_name="m",

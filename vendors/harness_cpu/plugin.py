@@ -9,6 +9,7 @@ from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
 from harness.models.context import RunContext
 from harness.fingerprint import cpu_model
+from harness.launch import usable_cores
 from harness.vendor_configs import find_vendor_config
 
 VENDOR = "cpu"
@@ -20,13 +21,6 @@ def _memory_bytes() -> int | None:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (ValueError, OSError):
         return None
-
-
-def usable_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1
 
 
 @hookimpl

@@ -25,17 +25,11 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from lr_schedule import lr_at
+
 
 def log(msg: str) -> None:
     print(msg, flush=True)
-
-
-def lr_at(step: int, peak: float, floor: float, warmup: int, decay_steps: int) -> float:
-    """Linear warm-up, then cosine decay to ``floor`` (the PyTorch plugin's schedule)."""
-    if warmup > 0 and step <= warmup:
-        return peak * step / warmup
-    progress = min(1.0, (step - warmup) / max(1, decay_steps - warmup))
-    return floor + 0.5 * (peak - floor) * (1.0 + math.cos(math.pi * progress))
 
 
 def sdpa_core_attention_class():
@@ -287,7 +281,8 @@ def main() -> int:
     model.train()
     for step in range(1, max_steps + 1):
         started = time.perf_counter()
-        lr = lr_at(step, p["learning_rate"], p["min_learning_rate"], p["lr_warmup_steps"], decay_steps)
+        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
+                   floor=p["min_learning_rate"])
         for group in optimizer.param_groups:
             group["lr"] = lr
         model.zero_grad_buffer()

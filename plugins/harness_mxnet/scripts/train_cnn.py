@@ -27,6 +27,7 @@ import numpy as np
 from mxnet import autograd, gluon
 
 from image_records import ImageRecords
+from lr_schedule import lr_at
 from mxnet_models import build_model, trainable_parameters
 
 
@@ -49,14 +50,6 @@ class RecordDataset(gluon.data.Dataset):
     def __getitem__(self, index):
         image, label = self.records.sample(index)
         return image, np.float32(label)
-
-
-def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
-    """Linear warm-up, then cosine decay to zero at ``total``."""
-    if warmup > 0 and step <= warmup:
-        return peak * step / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    return 0.5 * peak * (1.0 + math.cos(math.pi * progress))
 
 
 def contexts(count: int):

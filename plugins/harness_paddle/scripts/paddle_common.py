@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import resource
 import sys
@@ -107,14 +106,6 @@ def amp_setup(precision: str, device: str, level: str):
 
     scaler = paddle.amp.GradScaler(init_loss_scaling=2.0**15) if precision == "fp16" else None
     return autocast, scaler, level
-
-
-def lr_at(step: int, peak: float, floor: float, warmup: int, decay_steps: int) -> float:
-    """Linear warm-up, then cosine decay to ``floor`` at ``decay_steps``."""
-    if warmup > 0 and step <= warmup:
-        return peak * step / warmup
-    progress = min(1.0, (step - warmup) / max(1, decay_steps - warmup))
-    return floor + 0.5 * (peak - floor) * (1.0 + math.cos(math.pi * progress))
 
 
 def memory_fields(device: str) -> str:

@@ -17,7 +17,8 @@ import paddle
 
 from bert_hdf5 import BertSamples
 from bert_model import BertForPreTraining, flops_per_sequence
-from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log, lr_at,
+from lr_schedule import lr_at
+from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
                            memory_fields, peak_rss_mb)
 
 
@@ -74,7 +75,7 @@ def main() -> int:
     tick = time.perf_counter()
     epoch = batch_index = 0
     for step in range(1, max_steps + 1):
-        lr = lr_at(step, p["learning_rate"], 0.0, p["lr_warmup_steps"], max_steps)
+        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
         optimizer.set_lr(lr)
         step_loss = 0.0
         for micro in range(accum):

@@ -19,8 +19,9 @@ import paddle
 import paddle.nn.functional as F
 
 from image_records import ImageRecords
+from lr_schedule import lr_at
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, fail, load_config, log,
-                           lr_at, memory_fields, peak_rss_mb)
+                           memory_fields, peak_rss_mb)
 
 
 class RecordDataset(paddle.io.Dataset):
@@ -99,7 +100,7 @@ def main() -> int:
     reader_cost = batch_cost = interval_loss = top1 = top5 = 0.0
     tick = time.perf_counter()
     for step in range(1, max_steps + 1):
-        lr = lr_at(step, p["learning_rate"], 0.0, p["lr_warmup_steps"], max_steps)
+        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
         optimizer.set_lr(lr)
         for micro in range(accum):
             read_start = time.perf_counter()

@@ -1,7 +1,7 @@
 """GPT pre-training with PaddlePaddle: the script the Paddle plugin launches.
 
-Standalone (paddle and numpy; the dataset reader comes from harness_cases/readers on
-PYTHONPATH). Prints PaddleNLP step lines, which harness parses::
+Standalone (paddle and numpy; the dataset reader and the learning-rate schedule come from
+harness_cases/shared_scripts on PYTHONPATH). Prints PaddleNLP step lines, which harness parses::
 
     global step N, epoch: E, batch: B, loss: L, avg_reader_cost: R sec, avg_batch_cost: C sec,
     speed: S step/s, ips_total: T tokens/s, ips: I tokens/s, learning rate: LR
@@ -18,8 +18,9 @@ import paddle
 
 from gpt_model import GPT, model_flops_per_token
 from gpt_windows import GPTWindows
+from lr_schedule import lr_at
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
-                           lr_at, memory_fields, peak_rss_mb)
+                           memory_fields, peak_rss_mb)
 from paddle_parallel import setup_hybrid, shard_optimizer
 
 
@@ -87,7 +88,8 @@ def main() -> int:
     tick = time.perf_counter()
     epoch = batch_index = 0
     for step in range(1, max_steps + 1):
-        lr = lr_at(step, p["learning_rate"], p["min_learning_rate"], p["lr_warmup_steps"], decay_steps)
+        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
+                   floor=p["min_learning_rate"])
         optimizer.set_lr(lr)
         step_loss = 0.0
         for micro in range(accum):

@@ -24,6 +24,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from bert_hdf5 import BertSamples
 from dll import dll
+from lr_schedule import lr_at
 from torch_setup import read_config, run_and_exit, start_runtime
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -66,13 +67,6 @@ def pretraining_loss(model, input_ids, segment_ids, input_mask, mlm_labels, nsp_
     nsp_logits = bert.cls.seq_relationship(pooled)
     return (F.cross_entropy(mlm_logits.float(), mlm_labels.view(-1)[picked])
             + F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1)))
-
-
-def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
-    if warmup > 0 and step <= warmup:
-        return peak * step / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    return 0.5 * peak * (1.0 + math.cos(math.pi * progress))
 
 
 def main() -> int:

@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from cnn_models import build_model, trainable_parameters
 from dll import dll
+from lr_schedule import lr_at
 from torch_setup import read_config, run_and_exit, start_runtime
 from image_records import ImageRecords
 
@@ -43,13 +44,6 @@ class RecordDataset(Dataset):
     def __getitem__(self, index):
         image, label = self.records.sample(index)
         return torch.from_numpy(image), label
-
-
-def lr_at(step: int, peak: float, warmup: int, total: int) -> float:
-    if warmup > 0 and step <= warmup:
-        return peak * step / warmup
-    progress = min(1.0, (step - warmup) / max(1, total - warmup))
-    return 0.5 * peak * (1.0 + math.cos(math.pi * progress))
 
 
 def main() -> int:

@@ -22,20 +22,13 @@ from torch.utils.data import DataLoader, DistributedSampler
 from gpt_dataset import GPTWindowDataset
 from torch_setup import read_config, run_and_exit, start_runtime
 from gpt_model import GPT, model_flops_per_token
+from lr_schedule import lr_at
 
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
 
 
 def log(msg: str) -> None:
     print(msg, flush=True)
-
-
-def lr_at(step: int, peak: float, floor: float, warmup: int, decay_steps: int) -> float:
-    """Linear warm-up, then cosine decay to ``floor`` at ``decay_steps``."""
-    if warmup > 0 and step <= warmup:
-        return peak * step / warmup
-    progress = min(1.0, (step - warmup) / max(1, decay_steps - warmup))
-    return floor + 0.5 * (peak - floor) * (1.0 + math.cos(math.pi * progress))
 
 
 def peak_memory_mb(device: torch.device) -> tuple[float, str]:
@@ -210,7 +203,8 @@ def main() -> int:
 
             profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
             profiler.__enter__()
-        lr = lr_at(step, p["learning_rate"], p["min_learning_rate"], p["lr_warmup_steps"], decay_steps)
+        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
+                   floor=p["min_learning_rate"])
         for group in optimizer.param_groups:
             group["lr"] = lr
         step_loss = torch.zeros((), device=device)

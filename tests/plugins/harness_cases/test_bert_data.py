@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 
 from harness_cases.bert_data import CLS, FIELDS, MASK, SEP, ensure_bert_dataset, synthesize
-from harness_cases.readers import READERS_DIR
+from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 
 
 def test_hdf5_fields_and_masking(tmp_path):
@@ -45,11 +45,11 @@ def test_deterministic_and_reused(tmp_path):
 
 def test_reader_builds_label_rows(tmp_path):
     folder, files, _ = ensure_bert_dataset(tmp_path, 2048, 128, 20, 32, seed=1)
-    sys.path.insert(0, str(READERS_DIR))
+    sys.path.insert(0, str(SHARED_SCRIPTS_DIR))
     try:
         from bert_hdf5 import BertSamples
     finally:
-        sys.path.remove(str(READERS_DIR))
+        sys.path.remove(str(SHARED_SCRIPTS_DIR))
     samples = BertSamples(str(folder / files[0]))
     input_ids, segments, mask, labels, nsp = samples.sample(0)
     with h5py.File(folder / files[0]) as handle:

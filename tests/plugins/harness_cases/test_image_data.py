@@ -8,15 +8,15 @@ import sys
 import numpy as np
 
 from harness_cases.image_data import ensure_image_dataset, record_bytes
-from harness_cases.readers import READERS_DIR
+from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 
 
 def _reader():
-    sys.path.insert(0, str(READERS_DIR))
+    sys.path.insert(0, str(SHARED_SCRIPTS_DIR))
     try:
         from image_records import ImageRecords
     finally:
-        sys.path.remove(str(READERS_DIR))
+        sys.path.remove(str(SHARED_SCRIPTS_DIR))
     return ImageRecords
 
 

@@ -17,7 +17,7 @@ import pytest
 from harness.envs import ensure_environment
 from harness_cases.bert_cases import bert_base_seq128
 from harness_cases.gpt_cases import gpt3_case
-from harness_cases.readers import READERS_DIR
+from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 
 pytestmark = pytest.mark.slow
 PLUGINS = Path(__file__).resolve().parents[3] / "plugins"
@@ -82,7 +82,7 @@ print("COUNTS" + json.dumps(out))
 def _count(python: str, code: str, scripts: Path) -> dict:
     prelude = (f"GPT_DIMS = {GPT_DIMS!r}\nCNN_CLASSES = {CNN_CLASSES!r}\n"
                f"BERT = {dict(bert_base_seq128().params)!r}\n")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(scripts), str(READERS_DIR)]),
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(scripts), str(SHARED_SCRIPTS_DIR)]),
                GLOG_minloglevel="2", CUDA_VISIBLE_DEVICES="")
     proc = subprocess.run([python, "-c", prelude + code], env=env, cwd=scripts,
                           capture_output=True, text=True, timeout=600)

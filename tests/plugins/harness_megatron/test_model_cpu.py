@@ -21,6 +21,9 @@ SCRIPTS = Path(__file__).resolve().parents[3] / "plugins" / "harness_megatron" /
 def test_script_spec_builds_a_gpt_with_the_formulas_parameter_count(monkeypatch):
     import torch.distributed as dist
 
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
+
+    monkeypatch.syspath_prepend(str(SHARED_SCRIPTS_DIR))
     monkeypatch.syspath_prepend(str(SCRIPTS))
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
     monkeypatch.setenv("MASTER_PORT", str(29000 + os.getpid() % 1000))

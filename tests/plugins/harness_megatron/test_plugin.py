@@ -12,6 +12,7 @@ from harness.models import DatasetInfo, DeviceInfo, DeviceSet, ExecutionEnv
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import Registry
 from harness.runner.pipeline import RunRequest, plan
+from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 from harness_megatron import plugin
 
 
@@ -52,7 +53,7 @@ def test_argv_single_gpu_is_torchrun_standalone(pm, tmp_path):
     # 6N + 12·L·h·s for hidden 1536 x 16 layers, seq 2048, vocab 50304.
     assert float(argv[argv.index("--flops-per-token") + 1]) == 3_806_300_160.0
     assert launch.env["CUDA_DEVICE_MAX_CONNECTIONS"] == "1"
-    assert launch.env["PYTHONPATH"].split(":")[0].endswith("harness_pytorch/scripts")
+    assert launch.env["PYTHONPATH"].split(":")[0] == str(SHARED_SCRIPTS_DIR)
     assert launch.log_format == "megatron" and launch.nproc == 1
 
 

@@ -8,10 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
+
 torch = pytest.importorskip("torch")
 SCRIPTS = Path(__file__).resolve().parents[3] / "plugins" / "harness_pytorch" / "scripts"
-READERS = SCRIPTS.parents[1] / "harness_cases" / "readers"
-sys.path[:0] = [str(SCRIPTS), str(READERS)]
+sys.path[:0] = [str(SCRIPTS), str(SHARED_SCRIPTS_DIR)]
 from gpt_dataset import GPTWindowDataset  # noqa: E402
 from gpt_model import GPT, model_flops_per_token  # noqa: E402
 

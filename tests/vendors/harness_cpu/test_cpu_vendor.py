@@ -10,7 +10,7 @@ from harness.models import LaunchSpec
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import Registry
 from harness.runner.pipeline import RunRequest, plan
-from harness_cpu.plugin import usable_cores
+from harness.launch import usable_cores
 
 
 def test_discovers_the_host_cpu():

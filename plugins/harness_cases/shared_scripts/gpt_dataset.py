@@ -1,6 +1,6 @@
 """The PaddleNLP/FlagPerf GPT format (``*_ids.npy`` + ``*_idx.npz``) as a torch Dataset.
 
-The window logic is the framework-neutral reader ``harness_cases/readers/gpt_windows.py``
+The window logic is the framework-neutral reader ``harness_cases/shared_scripts/gpt_windows.py``
 (shared with the Paddle script, so both frameworks see the same samples); the plugin puts
 that folder on the script's PYTHONPATH.
 """

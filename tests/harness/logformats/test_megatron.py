@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness_pytorch.megatron_log import MegatronFormat
+from harness.logformats.megatron import MegatronFormat
 
 OLD = (
     " iteration       10/     100 | consumed samples:          160 | elapsed time per iteration (ms): 1234.5 | "
