@@ -88,10 +88,17 @@ def resolve_config(
             sources[key] = source
 
     if vendor_config is not None:
+        where = vendor_config.path or vendor_config.name
+        unknown = sorted(set(vendor_config.values) - valid_keys)
+        if unknown:  # most likely misspelt: suggest among the keys a vendor may set
+            raise HarnessError(
+                f"vendor config {where}: unknown key {unknown[0]!r} for case {case.name!r}. "
+                + did_you_mean(unknown[0], case.vendor_overridable or valid_keys)
+            )
         not_allowed = sorted(set(vendor_config.values) - case.vendor_overridable)
         if not_allowed:
             raise HarnessError(
-                f"vendor config {vendor_config.name} sets {', '.join(not_allowed)}, which case "
+                f"vendor config {where} sets {', '.join(not_allowed)}, which case "
                 f"{case.name!r} does not let vendors override "
                 f"(allowed: {', '.join(sorted(case.vendor_overridable))})"
             )

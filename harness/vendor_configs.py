@@ -14,12 +14,23 @@ from harness.errors import HarnessError, UserInputError, did_you_mean
 from harness.models.vendor_config import VendorCaseConfig
 
 
+#: Said by every error about a config file's layout, so the fix is in the message.
+EXPECTED_FORMAT = "a [values] table of the settings and params it overrides (e.g. micro_batch_size = 4)"
+
+
 def _load(path: Path) -> VendorCaseConfig:
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise HarnessError(f"vendor config {path} is not valid TOML: {exc}") from None
-    return VendorCaseConfig(name=path.stem, path=str(path), values=dict(data.get("values", {})))
+    # Anything outside [values] would be ignored without a word; refuse it instead.
+    stray = sorted(set(data) - {"values"})
+    if stray:
+        raise HarnessError(f"vendor config {path}: unexpected top-level key(s) {', '.join(stray)}; "
+                           f"expected {EXPECTED_FORMAT}")
+    if not isinstance(data.get("values"), dict):
+        raise HarnessError(f"vendor config {path} has no [values] table; expected {EXPECTED_FORMAT}")
+    return VendorCaseConfig(name=path.stem, path=str(path), values=dict(data["values"]))
 
 
 def list_vendor_configs(root: Path, case: str, framework: str) -> list[Path]:

@@ -69,6 +69,16 @@ def test_vendor_may_only_set_overridable_keys():
         resolve(vendor_config=VendorCaseConfig(name="bad", values={"num_layers": 2}))
 
 
+def test_misspelt_vendor_key_names_the_file_and_suggests_the_key():
+    config = VendorCaseConfig(name="default", path="/vendors/x/configs/c/f/default.toml",
+                              values={"micro_bach_size": 2})
+    with pytest.raises(HarnessError) as info:
+        resolve(vendor_config=config)
+    message = str(info.value)
+    assert message.startswith("vendor config /vendors/x/configs/c/f/default.toml: unknown key 'micro_bach_size'")
+    assert "Did you mean 'micro_batch_size'?" in message and "\n" not in message
+
+
 def test_set_pairs_need_an_equals_sign():
     assert parse_set_pairs(["a=1", "b = x=y"]) == {"a": "1", "b": "x=y"}
     with pytest.raises(UserInputError, match="key=value"):
