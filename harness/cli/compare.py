@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.options import (DEFAULT_OUTPUT, CasesFilter, OutputOption, SweepsFilter,
+                                 VendorsFilter, split_list)
 from harness.errors import UserInputError
 
 HELP = """Compare recorded results: value, ratio B/A, and whether the difference exceeds the runs' noise.
@@ -33,17 +35,15 @@ def register(app: typer.Typer, state) -> None:
         b: Annotated[Optional[str], typer.Argument(help="Candidate: a run id or a results folder.")] = None,
         frameworks: Annotated[Optional[str], typer.Option(
             help="Compare two frameworks of one results folder: BASELINE,CANDIDATE.")] = None,
-        output: Annotated[Path, typer.Option("--output", "--results",
-                                             help="Results folder for run ids and --frameworks.")] = Path("results"),
-        case: Annotated[Optional[str], typer.Option(help="Only these cases (comma-separated).")] = None,
-        vendor: Annotated[Optional[str], typer.Option(help="Only these vendors.")] = None,
-        sweep: Annotated[Optional[str], typer.Option(help="Only runs of these sweeps.")] = None,
+        output: OutputOption = DEFAULT_OUTPUT,
+        case: CasesFilter = None,
+        vendor: VendorsFilter = None,
+        sweep: SweepsFilter = None,
         fail_if_slower: Annotated[Optional[float], typer.Option(
             min=0, help="Exit 1 if any candidate is more than PCT percent slower than its baseline.")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     ) -> None:
         from harness.cli.report import filters_from_options
-        from harness.cli.sweep import split_list
         from harness.compare import (
             Side,
             compare_frameworks,
@@ -88,7 +88,7 @@ def register(app: typer.Typer, state) -> None:
 def _print(comparison) -> None:
     from rich.table import Table
 
-    from harness.cli.sweep import _wide_console
+    from harness.cli.console import make_console
 
     table = Table(title=f"A = {comparison.label_a}   B = {comparison.label_b}", title_justify="left")
     for column in ("what", "A", "B", "unit", "B/A", "change", "noise A", "noise B", "beyond noise"):
@@ -104,7 +104,7 @@ def _print(comparison) -> None:
             f"[{style}]{pair.change:+.1%}[/{style}]",
             _noise_text(pair.noise_a), _noise_text(pair.noise_b), verdict,
         )
-    console = _wide_console()
+    console = make_console()
     console.print(table)
     for label, runs in (("A", comparison.only_a), ("B", comparison.only_b)):
         if runs:

@@ -2,60 +2,60 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import typer
+
+
+def print_table(columns: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> None:
+    """One rich table on stdout, wide enough off a terminal that nothing is cut."""
+    from rich.table import Table
+
+    from harness.cli.console import make_console
+
+    table = Table(*columns)
+    for row in rows:
+        table.add_row(*row)
+    make_console().print(table)
+
+
+def by_name(catalog) -> list[tuple[str, object]]:
+    """(name, registered object) pairs of a registry catalog, in name order."""
+    return [(name, catalog.items[name]) for name in catalog.names()]
 
 
 def register(app: typer.Typer, state) -> None:
     group = typer.Typer(help="List what the loaded plugins provide.", no_args_is_help=True)
     app.add_typer(group, name="list")
 
-    def _table(*columns):
-        from rich.table import Table
-
-        return Table(*columns)
-
-    def _print(table) -> None:
-        from harness.cli.console import make_console
-
-        make_console().print(table)
-
     @group.command("cases")
     def cases_command() -> None:
         """Cases with their model, unit and the frameworks that implement them."""
         registry = state.registry()
-        table = _table("case", "model", "unit", "frameworks", "description")
-        for name in registry.cases.names():
-            case = registry.cases.items[name]
-            table.add_row(name, case.model, case.unit,
-                          ", ".join(registry.frameworks_for(case)) or "-", case.description)
-        _print(table)
+        print_table(("case", "model", "unit", "frameworks", "description"),
+                    ((name, case.model, case.unit, ", ".join(registry.frameworks_for(case)) or "-",
+                      case.description) for name, case in by_name(registry.cases)))
 
     @group.command("frameworks")
     def frameworks_command() -> None:
         """Frameworks and the model families they implement."""
-        registry = state.registry()
-        table = _table("framework", "models", "log format", "plugin")
-        for name in registry.frameworks.names():
-            fw = registry.frameworks.items[name]
-            table.add_row(name, ", ".join(sorted(fw.models)), fw.log_format, registry.frameworks.owners[name])
-        _print(table)
+        frameworks = state.registry().frameworks
+        print_table(("framework", "models", "log format", "plugin"),
+                    ((name, ", ".join(sorted(fw.models)), fw.log_format, frameworks.owners[name])
+                     for name, fw in by_name(frameworks)))
 
     @group.command("vendors")
     def vendors_command() -> None:
         """Vendors and their device kind."""
-        registry = state.registry()
-        table = _table("vendor", "devices", "description", "plugin")
-        for name in registry.vendors.names():
-            v = registry.vendors.items[name]
-            table.add_row(name, v.device_kind, v.description, registry.vendors.owners[name])
-        _print(table)
+        vendors = state.registry().vendors
+        print_table(("vendor", "devices", "description", "plugin"),
+                    ((name, v.device_kind, v.description, vendors.owners[name])
+                     for name, v in by_name(vendors)))
 
     @group.command("formats")
     def formats_command() -> None:
         """Log formats that `harness parse` and progress display understand."""
-        registry = state.registry()
-        table = _table("format", "unit", "default method", "description")
-        for name in registry.log_formats.names():
-            f = registry.log_formats.items[name]
-            table.add_row(name, f.unit or "-", f.default_method, f.description)
-        _print(table)
+        formats = state.registry().log_formats
+        print_table(("format", "unit", "default method", "description"),
+                    ((name, f.unit or "-", f.default_method, f.description)
+                     for name, f in by_name(formats)))

@@ -9,6 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.options import DEFAULT_OUTPUT, OutputOption, PrecisionChoice
+
 EXIT_JOB_FAILED = 1
 
 HELP = """Parse training logs written by any supported framework into the uniform result.
@@ -52,12 +54,6 @@ class MethodChoice(str, Enum):
     analysis_py = "analysis-py"
 
 
-class PrecisionChoice(str, Enum):
-    fp32 = "fp32"
-    fp16 = "fp16"
-    bf16 = "bf16"
-
-
 class TimeUnitChoice(str, Enum):
     s = "s"
     ms = "ms"
@@ -92,8 +88,7 @@ def register(app: typer.Typer, state) -> None:
         vendor: Annotated[Optional[str], typer.Option(help="Vendor of the hardware.")] = None,
         ingest: Annotated[bool, typer.Option(
             "--ingest", help="Record the results in OUTPUT/harness.db (same file twice: no-op).")] = False,
-        output: Annotated[Path, typer.Option(
-            help="Results folder holding harness.db, for --ingest.")] = Path("results"),
+        output: OutputOption = DEFAULT_OUTPUT,
         as_json: Annotated[bool, typer.Option(
             "--json", help="Print JSON only: {result, legacy_index} (a list for several logs).")] = False,
         keyword: Annotated[Optional[str], typer.Option(

@@ -8,10 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.options import (DEFAULT_OUTPUT, CasesFilter, FrameworksFilter, OutputOption,
+                                 SweepsFilter, VendorsFilter, split_list)
 from harness.errors import UserInputError
-
-ResultsDir = Annotated[Path, typer.Option("--output", "--results",
-                                          help="Results folder holding harness.db and the run folders.")]
 
 
 def parse_since(text: str | None) -> datetime | None:
@@ -26,7 +25,6 @@ def parse_since(text: str | None) -> datetime | None:
 
 
 def filters_from_options(case, framework, vendor, sweep, run, since):
-    from harness.cli.sweep import split_list
     from harness.report.data import ReportFilter
 
     return ReportFilter(cases=split_list(case, "--case"), frameworks=split_list(framework, "--framework"),
@@ -39,11 +37,11 @@ def register(app: typer.Typer, state) -> None:
     def report_command(
         out: Annotated[Path, typer.Option("--out", help="Folder to write report.md, report.html "
                                                         "and charts/ into.")],
-        output: ResultsDir = Path("results"),
-        case: Annotated[Optional[str], typer.Option(help="Only these cases (comma-separated).")] = None,
-        framework: Annotated[Optional[str], typer.Option(help="Only these frameworks.")] = None,
-        vendor: Annotated[Optional[str], typer.Option(help="Only these vendors.")] = None,
-        sweep: Annotated[Optional[str], typer.Option(help="Only runs of these sweeps (by name).")] = None,
+        output: OutputOption = DEFAULT_OUTPUT,
+        case: CasesFilter = None,
+        framework: FrameworksFilter = None,
+        vendor: VendorsFilter = None,
+        sweep: SweepsFilter = None,
         run: Annotated[Optional[str], typer.Option(help="Only these run ids (or prefixes).")] = None,
         since: Annotated[Optional[str], typer.Option(help="Only runs started at or after this "
                                                           "ISO date/time (UTC).")] = None,

@@ -7,9 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.options import DEFAULT_OUTPUT, OutputOption, StatusChoice
 from harness.errors import UserInputError
-
-ResultsDir = Annotated[Path, typer.Option("--output", help="Results folder holding harness.db.")]
 
 
 def register(app: typer.Typer, state) -> None:
@@ -18,11 +17,11 @@ def register(app: typer.Typer, state) -> None:
 
     @group.command("list")
     def list_command(
-        output: ResultsDir = Path("results"),
+        output: OutputOption = DEFAULT_OUTPUT,
         case: Annotated[Optional[str], typer.Option(help="Only this case.")] = None,
         framework: Annotated[Optional[str], typer.Option(help="Only this framework.")] = None,
         vendor: Annotated[Optional[str], typer.Option(help="Only this vendor.")] = None,
-        status: Annotated[Optional[str], typer.Option(help="Only this status.")] = None,
+        status: Annotated[Optional[StatusChoice], typer.Option(help="Only this status.")] = None,
         limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 50,
     ) -> None:
         """List recorded runs, newest first."""
@@ -32,7 +31,7 @@ def register(app: typer.Typer, state) -> None:
         from harness.store import ResultStore
 
         rows = ResultStore(output).list(case=case, framework=framework, vendor=vendor,
-                                        status=status, limit=limit)
+                                        status=status.value if status else None, limit=limit)
         table = Table("run id", "case", "framework", "vendor", "status", "FINAL_RESULT", "unit", "config")
         for r in rows:
             value = f"{r.throughput.value:,.2f}" if r.throughput else "-"
@@ -45,7 +44,7 @@ def register(app: typer.Typer, state) -> None:
     @group.command("show")
     def show_command(
         run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix of one.")],
-        output: ResultsDir = Path("results"),
+        output: OutputOption = DEFAULT_OUTPUT,
     ) -> None:
         """Print the full result JSON of one run."""
         from harness.store import ResultStore

@@ -2,33 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-
-class ScaleChoice(str, Enum):
-    full = "full"
-    smoke = "smoke"
-
-
-class RunModeChoice(str, Enum):
-    sp = "sp"
-    mp = "mp"
-
-
-class PrecisionChoice(str, Enum):
-    fp32 = "fp32"
-    fp16 = "fp16"
-    bf16 = "bf16"
-
-
-class EnvChoice(str, Enum):
-    auto = "auto"
-    current = "current"
-
+from harness.cli.options import (DEFAULT_OUTPUT, DataDirOption, EnvChoice, EnvOption, OutputOption,
+                                 PrecisionChoice, RunModeChoice, ScaleChoice, SetOption,
+                                 ShowLogOption)
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 
@@ -51,16 +31,14 @@ def register(app: typer.Typer, state) -> None:
         batch_size: Annotated[Optional[int], typer.Option(min=1, help="Micro batch size per process.")] = None,
         precision: Annotated[Optional[PrecisionChoice], typer.Option(help="Training precision.")] = None,
         max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps.")] = None,
-        set_: Annotated[Optional[list[str]], typer.Option(
-            "--set", help="Override any setting or hyper-parameter: --set key=value (repeatable).")] = None,
+        set_: SetOption = None,
         repeat: Annotated[int, typer.Option(min=1, help="Run N times; report the median.")] = 1,
-        output: Annotated[Path, typer.Option(help="Results folder (run folders and harness.db).")] = Path("results"),
-        data_dir: Annotated[Optional[Path], typer.Option(help="Dataset root (default: the cache). A real dataset placed there, e.g. PaddleNLP gpt_en_dataset_300m_ids.npy/_idx.npz, is used instead of synthetic data.")] = None,
-        env: Annotated[EnvChoice, typer.Option(
-            help="auto: the framework plugin's environment; current: this interpreter.")] = EnvChoice.auto,
+        output: OutputOption = DEFAULT_OUTPUT,
+        data_dir: DataDirOption = None,
+        env: EnvOption = EnvChoice.auto,
         hardware_config: Annotated[Optional[str], typer.Option(
             help="Vendor per-case config by name, e.g. config_TP1PP1SH2SP8A10080Gx1x8.")] = None,
-        show_log: Annotated[bool, typer.Option(help="Echo the training log while it runs.")] = False,
+        show_log: ShowLogOption = False,
         json_output: Annotated[bool, typer.Option("--json", help="Print the result JSON on stdout.")] = False,
     ) -> int:
         """Run a benchmark case: resolve config, prepare env and data, train, record the result."""

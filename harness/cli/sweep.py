@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.options import (DEFAULT_OUTPUT, PRECISIONS, DataDirOption, EnvChoice, EnvOption,
+                                 OutputOption, ScaleChoice, SetOption, ShowLogOption, split_list)
 from harness.errors import UserInputError, did_you_mean
 
 HELP = """Run a matrix of benchmark runs, one after another.
@@ -20,31 +21,6 @@ resumes where it stopped when started again. A failing run does not stop the swe
 
 Example: harness sweep --case gpt3_125M --scale smoke --precision fp32,bf16 --batch-size 4,8 --nproc 1,2
 """
-
-
-class EnvChoice(str, Enum):
-    auto = "auto"
-    current = "current"
-
-
-class ScaleChoice(str, Enum):
-    full = "full"
-    smoke = "smoke"
-
-
-def split_list(text: str | None, option: str, kind: type = str) -> list:
-    """``"1,2"`` -> ``[1, 2]``; a clear error for an item that is not a ``kind``."""
-    if text is None:
-        return []
-    items = [item.strip() for item in text.split(",") if item.strip()]
-    if not items:
-        raise UserInputError(f"{option} needs at least one value, e.g. {option} a,b")
-    if kind is int:
-        bad = [item for item in items if not item.isdigit() or int(item) < 1]
-        if bad:
-            raise UserInputError(f"{option} takes positive integers separated by commas; got {bad[0]!r}")
-        return [int(item) for item in items]
-    return items
 
 
 def _check_names(names: list[str], catalog, option: str) -> None:
@@ -64,7 +40,8 @@ def register(app: typer.Typer, state) -> None:
         vendor: Annotated[Optional[str], typer.Option(help="Vendors, comma-separated (default cpu).")] = None,
         nproc: Annotated[Optional[str], typer.Option(help="Processes per node, e.g. 1,2,8.")] = None,
         nnodes: Annotated[Optional[str], typer.Option(help="Nodes, e.g. 1,4.")] = None,
-        precision: Annotated[Optional[str], typer.Option(help="Precisions: fp32,fp16,bf16.")] = None,
+        precision: Annotated[Optional[str], typer.Option(
+            help=f"Precisions, comma-separated: {','.join(PRECISIONS)}.")] = None,
         batch_size: Annotated[Optional[str], typer.Option(help="Micro batch sizes, e.g. 32,48.")] = None,
         scale: Annotated[Optional[ScaleChoice], typer.Option(
             help="smoke shrinks every case for a CPU (default: the file's, else full).")] = None,
@@ -72,20 +49,17 @@ def register(app: typer.Typer, state) -> None:
         repeat: Annotated[Optional[int], typer.Option(
             min=1, help="Repeats per run (default: the file's, else 3 on accelerators at full "
                         "scale and 1 otherwise); the median is reported.")] = None,
-        set_: Annotated[Optional[list[str]], typer.Option(
-            "--set", help="Override a setting or hyper-parameter in every run: key=value.")] = None,
-        output: Annotated[Path, typer.Option(help="Results folder (run folders and harness.db).")] = Path("results"),
-        data_dir: Annotated[Optional[Path], typer.Option(help="Dataset root (default: the cache).")] = None,
-        env: Annotated[EnvChoice, typer.Option(
-            help="auto: each framework plugin's environment; current: this interpreter.")] = EnvChoice.auto,
+        set_: SetOption = None,
+        output: OutputOption = DEFAULT_OUTPUT,
+        data_dir: DataDirOption = None,
+        env: EnvOption = EnvChoice.auto,
         dry_run: Annotated[bool, typer.Option(
             "--dry-run", help="Show the matrix, what would be skipped and why, and stop.")] = False,
         rerun: Annotated[bool, typer.Option(
             "--rerun", help="Run points again even when they are already recorded.")] = False,
-        show_log: Annotated[bool, typer.Option(help="Echo each training log while it runs.")] = False,
+        show_log: ShowLogOption = False,
     ) -> None:
-        from rich.console import Console
-
+        from harness.cli.console import make_console
         from harness.config_resolution import parse_set_pairs
         from harness.sweep.planner import SweepOptions, plan_sweep
         from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file
@@ -105,8 +79,8 @@ def register(app: typer.Typer, state) -> None:
         _check_names(axes["framework"], registry.frameworks, "--framework")
         _check_names(axes["vendor"], registry.vendors, "--vendor")
         for value in axes["precision"]:
-            if value not in ("fp32", "fp16", "bf16"):
-                raise UserInputError(f"--precision: {value!r} is not one of fp32, fp16, bf16")
+            if value not in PRECISIONS:
+                raise UserInputError(f"--precision: {value!r} is not one of {', '.join(PRECISIONS)}")
         overrides: dict = {}
         if scale is not None:
             overrides["scale"] = scale.value
@@ -120,8 +94,8 @@ def register(app: typer.Typer, state) -> None:
         if not file and not axes["case"]:
             raise UserInputError("give a sweep file or --case (see `harness sweep --help`)")
 
-        console = Console(stderr=True)
-        out = _wide_console()
+        console = make_console(stderr=True)
+        out = make_console()
         options = SweepOptions(output=output, data_dir=data_dir, env_mode=env.value, rerun=rerun)
         planned = plan_sweep(state.plugin_manager(), registry, points, options)
         todo = sum(1 for p in planned if p.state == "todo")
@@ -157,15 +131,6 @@ def register(app: typer.Typer, state) -> None:
                           "(recorded runs are skipped)", highlight=False)
         if summary.exit_code:
             raise typer.Exit(summary.exit_code)
-
-
-def _wide_console():
-    """stdout console; off a terminal (logs, CI) wide enough that the table does not wrap."""
-    import sys
-
-    from rich.console import Console
-
-    return Console(width=None if sys.stdout.isatty() else 200)
 
 
 def summary_table(rows, title: str):

@@ -18,6 +18,8 @@ def _without(data, keys):
 
 Precision = Literal["fp32", "fp16", "bf16"]
 Scale = Literal["full", "smoke"]
+#: sp: one process; mp: several (any world size above 1).
+RunMode = Literal["sp", "mp"]
 
 
 class RunSettings(BaseModel):
@@ -54,7 +56,7 @@ class RunSettings(BaseModel):
 
     @computed_field  # type: ignore[prop-decorator]
     @property
-    def run_mode(self) -> Literal["sp", "mp"]:
+    def run_mode(self) -> RunMode:
         """sp for one process, mp for several."""
         return "sp" if self.world_size == 1 else "mp"
 

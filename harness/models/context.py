@@ -11,6 +11,9 @@ from harness.models.case import CaseSpec
 from harness.models.config import ResolvedConfig
 from harness.models.device import DeviceSet
 
+#: auto: the framework plugin's environment (maybe an isolated one); current: this interpreter.
+EnvMode = Literal["auto", "current"]
+
 
 class RunContext(BaseModel):
     """Read-only facts about the run in progress."""
@@ -24,7 +27,7 @@ class RunContext(BaseModel):
     run_dir: Path = Field(description="Folder of this run's log, config and results.")
     data_dir: Path = Field(description="Root under which datasets are kept.")
     cache_dir: Path = Field(description="Root for cached environments and other reusable state.")
-    env_mode: Literal["auto", "current"] = Field(
+    env_mode: EnvMode = Field(
         "auto", description="'current' asks prepare_env to use the running interpreter."
     )
     repeat_index: int = Field(1, description="Which repeat (1-based) run, execute and parse_log serve.")
