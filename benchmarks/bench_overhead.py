@@ -19,8 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.metrics import mean_throughput, measured_steps
 from harness.logformats.megatron import MegatronFormat
+from harness.stats import mean_after_warmup
 from harness_pytorch.plugin import TRAIN_SCRIPTS
 
 
@@ -48,7 +48,7 @@ def direct_run(result: dict, work: Path, skip: int) -> float:
     log.write_text(proc.stdout)
     seq_len = result["config"]["params"]["seq_len"]
     parsed = MegatronFormat().parse_file(log, seq_len=seq_len)
-    return mean_throughput(measured_steps(parsed.steps, skip))
+    return mean_after_warmup([s.throughput for s in parsed.steps if s.throughput is not None], skip)
 
 
 def help_startup_s(repeats: int = 7) -> float:

@@ -62,8 +62,16 @@ def resolve_config(
     vendor_config: VendorCaseConfig | None = None,
     cli_settings: dict[str, Any] | None = None,
     cli_set: dict[str, str] | None = None,
+    layout: dict[str, tuple[Any, str | None]] | None = None,
 ) -> ResolvedConfig:
-    """Merge the layers and validate the result; errors name the bad key and the valid ones."""
+    """Merge the layers and validate the result; errors name the bad key and the valid ones.
+
+    ``layout`` holds what the planner decided for the process layout (``nproc``, ``nnodes``),
+    each value with where it came from: ``cli``, ``devices:<vendor>``, or None for the case's
+    own default (which, like every default, gets no entry in ``sources``). It is applied with
+    the precedence of the command line's options (below ``--set``): the vendor config was
+    chosen for exactly this layout.
+    """
     settings: dict[str, Any] = dict(case.settings)
     params: dict[str, ParamValue] = dict(case.params)
     sources: dict[str, str] = {}
@@ -106,6 +114,10 @@ def resolve_config(
     if scale == "smoke":
         apply(case.smoke, "smoke", check_immutable=False)
     apply({k: v for k, v in (cli_settings or {}).items() if v is not None}, "cli", check_immutable=True)
+    for key, (value, source) in (layout or {}).items():
+        apply({key: value}, source or "case", check_immutable=source == "cli")
+        if source is None:
+            del sources[key]
     apply(cli_set or {}, "cli", check_immutable=True)
 
     try:

@@ -7,7 +7,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from harness.runner.pipeline import RunObserver
+from harness.runner.observer import RunObserver
 
 
 class ConsoleObserver(RunObserver):

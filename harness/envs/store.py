@@ -20,7 +20,7 @@ BUILD_PREFIX = ".build-"
 def default_envs_root(cache_dir: Path | None = None) -> Path:
     """``<cache>/envs``; the cache defaults to the harness user cache directory."""
     if cache_dir is None:
-        from harness.runner.pipeline import default_cache_dir
+        from harness.cache import default_cache_dir
 
         cache_dir = default_cache_dir()
     return Path(cache_dir) / "envs"

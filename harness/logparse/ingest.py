@@ -8,7 +8,6 @@ same file is a no-op.
 from __future__ import annotations
 
 import re
-import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,14 +18,15 @@ from harness.errors import UserInputError
 from harness.logformat import LogFormat
 from harness.logparse.detect import detect_format
 from harness.logparse.methods import (
-    Aggregate, MethodOptions, aggregate, canonical_method, fast_cv, is_per_device,
+    Aggregate, MethodOptions, aggregate, canonical_method, is_per_device,
 )
-from harness.metrics import percentile
 from harness.logparse.summary import StreamedLog, stream_log
 from harness.models import BenchmarkResult, CaseSpec, LegacyIndex, ResolvedConfig, RunSettings
-from harness.models.result import EnvironmentFingerprint, LogSummary, StepTimeStats, Throughput
+from harness.models.result import EnvironmentFingerprint
 from harness.registry import Registry
+from harness.result_builder import FinalResult, build_result, log_peak_memory, log_verdict
 from harness.results_io import atomic_write_text, legacy_file_name, legacy_index
+from harness.stats import step_time_stats
 
 _PRECISION_WORDS = (("bf16", "bf16"), ("fp16", "fp16"), ("amp", "fp16"), ("half", "fp16"),
                     ("fp32", "fp32"), ("tf32", "fp32"))
@@ -101,16 +101,6 @@ def _case_spec(registry: Registry, name: str, unit: str) -> CaseSpec:
                     legacy_prefix="nlp" if nlp else "clas")
 
 
-def _step_time(streamed: StreamedLog, skip: int) -> StepTimeStats | None:
-    times = streamed.summary.step_time  # array('d'): slices stay compact
-    if not times:
-        return None
-    kept = times[skip:] if len(times) > skip else times[-1:]
-    ordered = sorted(kept)
-    return StepTimeStats(n=len(kept), mean=statistics.fmean(kept), median=statistics.median(ordered),
-                         p5=percentile(ordered, 5), p95=percentile(ordered, 95), cv=fast_cv(kept))
-
-
 def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
     """Parse one log into a BenchmarkResult (source="ingested") and its legacy index."""
     path = Path(request.path)
@@ -143,10 +133,7 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
 
     skip_used = 0
     agg: Aggregate | None = None
-    status, reason = "success", None
-    if summary.count == 0 and parsed.framework_reported is None:
-        status, reason = "failed", "no completed training steps were found in the log"
-    else:
+    if summary.count or parsed.framework_reported is not None:
         try:
             agg = aggregate(method, parsed, summary, MethodOptions(skip=request.skip, trim=request.trim))
             skip_used = agg.skipped
@@ -155,21 +142,17 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
                 agg = None  # a crashed run: report the failure, not the missing number
             else:
                 raise
-    if parsed.errors:
-        status, reason = "failed", "log shows a failure: " + " | ".join(parsed.errors[-3:])
+    status, reason = log_verdict("success", None, streamed, has_value=agg is not None)
 
     unit = parsed.unit or fmt.unit or "samples/s"
-    throughput = None
+    final = None
     if agg is not None:
         scale = gpus if is_per_device(parsed, method) else 1
         if scale != 1:
             notes.append(f"the log's throughput is per GPU: multiplied by {gpus} GPUs")
-        value = agg.value * scale
-        throughput = Throughput(
-            value=value, unit=unit, per_device=value / gpus,
-            median=agg.median * scale if agg.median is not None else None,
-            method=f"{agg.method}: {agg.description}",
-        )
+        final = FinalResult(value=agg.value * scale,
+                            median=agg.median * scale if agg.median is not None else None,
+                            method=f"{agg.method}: {agg.description}")
 
     batch = request.batch_size or parsed.meta.get("batch_size")
     global_batch = parsed.meta.get("global_batch_size")
@@ -193,49 +176,21 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
         sources={"settings": "ingested log"},
     )
     stamp = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
-    loss = summary.loss
-    result = BenchmarkResult(
+    result = build_result(
         run_id=f"ingested-{case_name}-{streamed.sha256[:12]}",
-        source="ingested",
-        source_sha256=streamed.sha256,
-        case=case_name, model=case.model, framework=framework, framework_version=None,
-        vendor=vendor, devices=None, nnodes=1, nproc=gpus,
-        run_mode="sp" if gpus == 1 else "mp", precision=precision,
-        micro_batch_size=batch, global_batch_size=int(global_batch or batch * gpus),
-        max_steps=settings.max_steps, steps_completed=summary.last_step or 0,
-        skip_steps=skip_used, throughput=throughput,
-        step_time=_step_time(streamed, skip_used),
-        loss_first=loss.first, loss_final=loss.last,
-        peak_memory_bytes=parsed.peak_memory_bytes or summary.memory_bytes,
-        log_summary=LogSummary(
-            format=fmt.name,
-            lines=streamed.lines,
-            steps_parsed=summary.count,
-            first_step=summary.first_step,
-            last_step=summary.last_step,
-            framework_reported=parsed.framework_reported,
-            loss_curve=loss.points,
-            learning_rate_curve=summary.learning_rate.points,
-            meta={k: v for k, v in parsed.meta.items() if _is_plain(v)},
-            notes=notes,
-        ),
-        status=status, failure_reason=reason,
-        config_hash=config.config_hash, config=config,
+        source="ingested", source_sha256=streamed.sha256,
+        config=config, reading=streamed, log_format=fmt.name, final=final, unit=unit,
+        step_time=step_time_stats(summary.step_time, skip_used),
+        status=status, failure_reason=reason, framework_version=None,
         environment=EnvironmentFingerprint(harness_version=__version__, python="unknown",
                                            platform="unknown (ingested log)"),
         started_at=stamp, finished_at=stamp, log_file=str(path),
+        peak_memory_bytes=log_peak_memory(streamed), notes=notes,
+        precision=precision, micro_batch_size=batch,
     )
     legacy = legacy_index(result, case, log_file=str(path))
     return ParseOutcome(result=result, legacy=legacy, case=case, format=fmt.name, aggregate=agg,
                         streamed=streamed, notes=notes)
-
-
-def _is_plain(value: Any) -> bool:
-    if isinstance(value, (str, int, float, bool)) or value is None:
-        return True
-    if isinstance(value, (list, tuple)):
-        return len(value) <= 1000 and all(isinstance(v, (int, float, str)) for v in value)
-    return False
 
 
 def ingest(outcome: ParseOutcome, output: Path) -> tuple[bool, Path]:

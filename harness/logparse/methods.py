@@ -26,7 +26,6 @@ e.g. the rank-0 log of a Paddle job) is scaled to the job total by the GPU count
 
 from __future__ import annotations
 
-import math
 import statistics
 from dataclasses import dataclass
 from typing import Sequence
@@ -34,8 +33,8 @@ from typing import Sequence
 from harness.errors import UserInputError
 from harness.logparse.recorder import PER_DEVICE
 from harness.logparse.summary import StepSummary
-from harness.metrics import percentile
 from harness.models import ParsedLog
+from harness.stats import after_warmup, spread
 
 METHODS = ("harness", "trimmed", "harmonic-epoch", "framework", "last", "analysis-py")
 #: ``mean-after-warmup`` is what ``harness run`` records as its method name.
@@ -73,24 +72,11 @@ def canonical_method(name: str) -> str:
     return method
 
 
-def fast_cv(values: Sequence[float]) -> float:
-    """stdev / mean in float arithmetic: ``statistics.stdev`` computes exactly with fractions,
-    which takes seconds for the millions of steps of a large log."""
-    if len(values) < 2:
-        return 0.0
-    mean = statistics.fmean(values)
-    if not mean:
-        return 0.0
-    variance = math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
-    return math.sqrt(variance) / mean
-
-
 def _spread(values: Sequence[float]) -> dict:
-    if not values:
+    measured = spread(values)
+    if measured is None:
         return {}
-    ordered = sorted(values)
-    return {"median": statistics.median(ordered), "p5": percentile(ordered, 5),
-            "p95": percentile(ordered, 95), "cv": fast_cv(values)}
+    return {"median": measured.median, "p5": measured.p5, "p95": measured.p95, "cv": measured.cv}
 
 
 def _after_warmup(values: Sequence[float], skip: int, what: str) -> Sequence[float]:
@@ -162,7 +148,7 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
                          f"skip {skip}, sort, drop {trim} lowest and {trim} highest, mean of "
                          f"{len(middle)}", used=len(middle), skipped=skip, **_spread(middle))
     # harness: skip warm-up; a log shorter than the warm-up keeps its last record, as `harness run`.
-    kept = values[skip:] if len(values) > skip else values[-1:]
+    kept = after_warmup(values, skip)
     return Aggregate(statistics.fmean(kept), "harness",
                      f"mean of {len(kept)} records after skipping {len(values) - len(kept)} warm-up",
                      used=len(kept), skipped=len(values) - len(kept), **_spread(kept))

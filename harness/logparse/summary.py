@@ -85,10 +85,24 @@ class StepSummary:
 
 
 @dataclass
-class StreamedLog:
+class LogReading:
+    """What a log gave: the parser's findings and the step summary (what a result is built from)."""
+
     parsed: ParsedLog  # the parser's finish(), its step list emptied
     summary: StepSummary
-    lines: int
+    lines: int | None  # lines read; None when a plugin parsed the log itself
+
+
+def reading_of(parsed: ParsedLog) -> LogReading:
+    """A ParsedLog that carries its steps (a plugin's ``parse_log``) as a LogReading."""
+    summary = StepSummary()
+    for step in parsed.steps:
+        summary.add(step)
+    return LogReading(parsed=parsed.model_copy(update={"steps": []}), summary=summary, lines=None)
+
+
+@dataclass
+class StreamedLog(LogReading):
     bytes: int
     sha256: str
     recognised: bool  # some line is characteristic of the format (or gave a step)

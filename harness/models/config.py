@@ -84,7 +84,8 @@ class ResolvedConfig(BaseModel):
     params: dict[str, ParamValue] = Field(description="The case's model and optimizer hyper-parameters.")
     sources: dict[str, str] = Field(
         default_factory=dict,
-        description="Where each non-default value came from: smoke, vendor:<file>, cli.",
+        description="Where each non-default value came from: smoke, vendor:<file>, cli, "
+                    "devices:<vendor> (a process per device of the vendor).",
     )
 
     @model_validator(mode="before")

@@ -30,7 +30,8 @@ class RunContext(BaseModel):
     env_mode: EnvMode = Field(
         "auto", description="'current' asks prepare_env to use the running interpreter."
     )
-    repeat_index: int = Field(1, description="Which repeat (1-based) run, execute and parse_log serve.")
+    repeats: int = Field(1, ge=1, description="How many times the run is repeated (--repeat).")
+    repeat_index: int = Field(1, ge=1, description="Which repeat (1-based) run, execute and parse_log serve.")
 
     @property
     def framework(self) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -13,7 +12,9 @@ from harness import __version__
 from harness.models import StepRecord
 from harness.report.data import PRECISION_ORDER, ReportFilter, ReportRun
 from harness.report.document import Cell, Chart, Document, Paragraph, Section, Table
-from harness.report.noise import DEFAULT_NOISE_THRESHOLD, is_noisy, repeat_values, run_noise
+from harness.report.noise import (
+    DEFAULT_NOISE_THRESHOLD, is_noisy, repeat_cv, repeat_values, run_noise,
+)
 from harness.report.svg import HLine, Series, Shade, line_chart
 
 StepReader = Callable[[ReportRun], "list[StepRecord] | None"]
@@ -345,7 +346,7 @@ class ReportBuilder:
                 continue
             r = run.result
             values = repeat_values(r)
-            cv = statistics.stdev(values) / statistics.fmean(values) if len(values) > 1 else None
+            cv = repeat_cv(r)
             noisy = is_noisy(r, self.options.noise_threshold)
             rows.append([
                 Cell(r.run_id), Cell(r.case), Cell(r.framework), Cell(f"{r.nnodes}x{r.nproc}"),

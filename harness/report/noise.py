@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.metrics import coefficient_of_variation
+from harness.stats import coefficient_of_variation
 from harness.models import BenchmarkResult
 
 DEFAULT_NOISE_THRESHOLD = 0.03  # repeats varying more than 3% are flagged as noisy

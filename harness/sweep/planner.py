@@ -133,7 +133,7 @@ def _plan_point(pm, registry, store: ResultStore, device_cache: _DeviceCache, in
         return skipped(str(exc))
     except UserInputError as exc:
         return PlannedRun(index, point, "invalid", str(exc), request=request)
-    repeat = request.repeat  # plan() may take it from a case string
+    repeat = context.repeats  # plan() may take it from a case string
     reasons = HookRouter(pm, registry).unsupported_reasons(context)
     if reasons:
         return PlannedRun(index, point, "skipped", "; ".join(reasons), request, context,

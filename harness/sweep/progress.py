@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from harness.runner.pipeline import RunObserver
+from harness.runner.observer import RunObserver
 
 
 def format_duration(seconds: float) -> str:

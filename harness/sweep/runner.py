@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Callable
 
 from harness.errors import HarnessError, UnavailableError
 from harness.results_io import atomic_write_text
-from harness.runner.pipeline import RunObserver, execute, plan
+from harness.runner.observer import RunObserver
+from harness.runner.pipeline import execute, plan
 from harness.sweep.planner import PlannedRun, SweepOptions
 from harness.sweep.progress import SweepObserver, SweepProgress
 

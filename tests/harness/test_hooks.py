@@ -17,8 +17,9 @@ from harness.models import (
 from harness.models.vendor_config import VendorCaseConfig
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import DuplicateRegistrationWarning, Registry
-from harness.runner.pipeline import RunObserver, RunRequest, run_benchmark
 from harness.logformats.megatron import MegatronFormat
+from harness.runner.observer import RunObserver
+from harness.runner.pipeline import RunRequest, run_benchmark
 
 CASE = CaseSpec(
     name="toy", model="toy-model", dataset="toy-data", unit="samples/s", mission_name="m",

@@ -13,7 +13,7 @@ from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
 from harness.dispatch import HookRouter
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import Registry
-from harness.runner.pipeline import RunObserver
+from harness.runner.observer import RunObserver
 from harness.store import ResultStore
 from harness.sweep.planner import SweepOptions, plan_sweep
 from harness.sweep.progress import SweepObserver, SweepProgress

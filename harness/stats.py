@@ -1,0 +1,91 @@
+"""The statistics of the harness, each rule implemented once.
+
+- :func:`after_warmup`: what is measured once the unstable warm-up is left out;
+- :func:`mean_after_warmup`: FINAL_RESULT of ``harness run`` and of ``harness parse --method
+  harness``;
+- :func:`coefficient_of_variation`: the noise of repeats, of step times, of a method's values;
+- :func:`percentile` and :func:`spread`: median, p5/p95 and CV reported next to a figure;
+- :func:`step_time_stats`: the step-time statistics of a result.
+
+Every function takes plain sequences of floats (lists, or ``array('d')`` from a streamed log)
+and computes in float arithmetic: ``statistics.stdev`` works in exact fractions, which takes
+seconds for the millions of steps of a large log.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Sequence, TypeVar
+
+from harness.models.result import StepTimeStats
+
+T = TypeVar("T")
+
+
+def after_warmup(values: Sequence[T], skip: int) -> Sequence[T]:
+    """The values after the first ``skip`` (the unstable warm-up).
+
+    A series no longer than ``skip`` keeps its last value, so a short run still yields a
+    number rather than nothing.
+    """
+    return values[skip:] if len(values) > skip else values[-1:]
+
+
+def mean_after_warmup(values: Sequence[float], skip: int) -> float | None:
+    """Arithmetic mean of the values after the warm-up; None for no values."""
+    kept = after_warmup(values, skip)
+    return statistics.fmean(kept) if kept else None
+
+
+def coefficient_of_variation(values: Sequence[float]) -> float:
+    """Sample standard deviation / mean; 0 for fewer than two values or a zero mean."""
+    if len(values) < 2:
+        return 0.0
+    mean = statistics.fmean(values)
+    if not mean:
+        return 0.0
+    variance = math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
+    return math.sqrt(variance) / mean
+
+
+def percentile(values: Sequence[float], pct: float) -> float:
+    """Linear-interpolated percentile (same as numpy's default), ``pct`` in [0, 100]."""
+    if not values:
+        raise ValueError("percentile of no values")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * pct / 100.0
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How a series of values is distributed."""
+
+    n: int
+    mean: float
+    median: float
+    p5: float
+    p95: float
+    cv: float
+
+
+def spread(values: Sequence[float]) -> Spread | None:
+    """Count, mean, median, p5/p95 and CV of ``values``; None for no values."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return Spread(n=len(ordered), mean=statistics.fmean(ordered), median=statistics.median(ordered),
+                  p5=percentile(ordered, 5), p95=percentile(ordered, 95),
+                  cv=coefficient_of_variation(values))
+
+
+def step_time_stats(step_times: Sequence[float], skip: int) -> StepTimeStats | None:
+    """Statistics of the step times after the warm-up; None when the log gave none."""
+    measured = spread(after_warmup(step_times, skip))
+    if measured is None:
+        return None
+    return StepTimeStats(n=measured.n, mean=measured.mean, median=measured.median,
+                         p5=measured.p5, p95=measured.p95, cv=measured.cv)
