@@ -1,0 +1,87 @@
+"""plan(): process layout, where each setting came from, and what it decides without
+touching the request."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from harness import hookimpl
+from harness.errors import UserInputError
+from harness.models import DeviceInfo, DeviceSet, VendorSpec
+from harness.plugin_manager import make_plugin_manager
+from harness.registry import Registry
+from harness.runner.pipeline import RunRequest, plan
+
+
+class ThreeGpuVendor:
+    """A vendor whose machine has three (fake) GPUs."""
+
+    @hookimpl
+    def register_vendors(self, register):
+        register(VendorSpec(name="threegpu", device_kind="gpu"))
+
+    @hookimpl
+    def discover_devices(self, vendor):
+        if vendor != "threegpu":
+            return None
+        return DeviceSet(vendor="threegpu", kind="gpu",
+                         devices=[DeviceInfo(index=i, name="Fake X1") for i in range(3)])
+
+
+@pytest.fixture
+def planner(tmp_path):
+    pm = make_plugin_manager(load_entrypoints=False, extra=(ThreeGpuVendor(),))
+    registry = Registry.from_plugins(pm)
+
+    def planned(**fields):
+        request = RunRequest(**{"case": "gpt3_1.3B", "output": tmp_path,
+                                "cache_dir": tmp_path / "cache", **fields})
+        return plan(pm, registry, request)
+
+    return planned
+
+
+def test_sp_runs_one_process_on_a_vendor_with_several_devices(planner):
+    settings = planner(vendor="threegpu", run_mode="sp").config.settings
+    assert (settings.nproc, settings.run_mode) == (1, "sp")
+
+
+def test_sp_with_more_processes_is_refused(planner):
+    with pytest.raises(UserInputError, match="--run-mode sp runs one process"):
+        planner(vendor="threegpu", run_mode="sp", nproc=2)
+
+
+def test_mp_and_default_use_every_device(planner):
+    assert planner(vendor="threegpu", run_mode="mp").config.settings.nproc == 3
+    assert planner(vendor="threegpu").config.settings.nproc == 3
+
+
+def test_sources_name_where_the_layout_came_from(planner):
+    # Nothing given on a CPU machine: case defaults, so no source is recorded for them.
+    sources = planner(vendor="cpu").config.sources
+    assert "nproc" not in sources and "nnodes" not in sources
+    # Nothing given on a GPU machine: one process per device.
+    sources = planner(vendor="threegpu").config.sources
+    assert sources["nproc"] == "devices:threegpu" and "nnodes" not in sources
+    # Given by the user: the command line.
+    sources = planner(vendor="threegpu", nproc=2, nnodes=1).config.sources
+    assert sources["nproc"] == "cli" and sources["nnodes"] == "cli"
+    assert planner(vendor="threegpu", run_mode="sp").config.sources["nproc"] == "cli"
+    # The FlagPerf case string is the user's too.
+    sources = planner(case="gpt3_1.3B:pytorch_2.11:A100:1:2:1", vendor="threegpu").config.sources
+    assert (sources["nproc"], sources["nnodes"]) == ("cli", "cli")
+
+
+def test_plan_returns_the_repeat_count_and_leaves_the_request_alone(tmp_path):
+    pm = make_plugin_manager(load_entrypoints=False)
+    request = RunRequest(case="gpt3_1.3B:pytorch_2.11:A100:1:1:3", output=tmp_path,
+                         cache_dir=tmp_path / "cache")
+    before = dataclasses.replace(request)
+    context = plan(pm, Registry.from_plugins(pm), request)
+    assert context.repeats == 3
+    assert request == before
+    # --repeat given: it wins over the case string's field.
+    request = dataclasses.replace(request, repeat=2)
+    assert plan(pm, Registry.from_plugins(pm), request).repeats == 2
