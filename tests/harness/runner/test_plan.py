@@ -7,32 +7,16 @@ import dataclasses
 
 import pytest
 
-from harness import hookimpl
 from harness.errors import UserInputError
-from harness.models import DeviceInfo, DeviceSet, VendorSpec
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import Registry
 from harness.runner.pipeline import RunRequest, plan
-
-
-class ThreeGpuVendor:
-    """A vendor whose machine has three (fake) GPUs."""
-
-    @hookimpl
-    def register_vendors(self, register):
-        register(VendorSpec(name="threegpu", device_kind="gpu"))
-
-    @hookimpl
-    def discover_devices(self, vendor):
-        if vendor != "threegpu":
-            return None
-        return DeviceSet(vendor="threegpu", kind="gpu",
-                         devices=[DeviceInfo(index=i, name="Fake X1") for i in range(3)])
+from tests.harness.test_efficiency import FakeGpuVendor  # three fake GPUs
 
 
 @pytest.fixture
 def planner(tmp_path):
-    pm = make_plugin_manager(load_entrypoints=False, extra=(ThreeGpuVendor(),))
+    pm = make_plugin_manager(load_entrypoints=False, extra=(FakeGpuVendor(),))
     registry = Registry.from_plugins(pm)
 
     def planned(**fields):
@@ -44,18 +28,18 @@ def planner(tmp_path):
 
 
 def test_sp_runs_one_process_on_a_vendor_with_several_devices(planner):
-    settings = planner(vendor="threegpu", run_mode="sp").config.settings
+    settings = planner(vendor="fakegpu", run_mode="sp").config.settings
     assert (settings.nproc, settings.run_mode) == (1, "sp")
 
 
 def test_sp_with_more_processes_is_refused(planner):
     with pytest.raises(UserInputError, match="--run-mode sp runs one process"):
-        planner(vendor="threegpu", run_mode="sp", nproc=2)
+        planner(vendor="fakegpu", run_mode="sp", nproc=2)
 
 
 def test_mp_and_default_use_every_device(planner):
-    assert planner(vendor="threegpu", run_mode="mp").config.settings.nproc == 3
-    assert planner(vendor="threegpu").config.settings.nproc == 3
+    assert planner(vendor="fakegpu", run_mode="mp").config.settings.nproc == 3
+    assert planner(vendor="fakegpu").config.settings.nproc == 3
 
 
 def test_sources_name_where_the_layout_came_from(planner):
@@ -63,14 +47,14 @@ def test_sources_name_where_the_layout_came_from(planner):
     sources = planner(vendor="cpu").config.sources
     assert "nproc" not in sources and "nnodes" not in sources
     # Nothing given on a GPU machine: one process per device.
-    sources = planner(vendor="threegpu").config.sources
-    assert sources["nproc"] == "devices:threegpu" and "nnodes" not in sources
+    sources = planner(vendor="fakegpu").config.sources
+    assert sources["nproc"] == "devices:fakegpu" and "nnodes" not in sources
     # Given by the user: the command line.
-    sources = planner(vendor="threegpu", nproc=2, nnodes=1).config.sources
+    sources = planner(vendor="fakegpu", nproc=2, nnodes=1).config.sources
     assert sources["nproc"] == "cli" and sources["nnodes"] == "cli"
-    assert planner(vendor="threegpu", run_mode="sp").config.sources["nproc"] == "cli"
+    assert planner(vendor="fakegpu", run_mode="sp").config.sources["nproc"] == "cli"
     # The FlagPerf case string is the user's too.
-    sources = planner(case="gpt3_1.3B:pytorch_2.11:A100:1:2:1", vendor="threegpu").config.sources
+    sources = planner(case="gpt3_1.3B:pytorch_2.11:A100:1:2:1", vendor="fakegpu").config.sources
     assert (sources["nproc"], sources["nnodes"]) == ("cli", "cli")
 
 
