@@ -75,15 +75,17 @@ class LinesFramework:
         return LaunchSpec(argv=[env.python, "-c", code], log_format=self.log_format)
 
 
-class OverridingParser:
+class ParsingFramework(LinesFramework):
+    """The same framework, reading its log itself."""
+
     @hookimpl
     def parse_log(self, context, log_path):
         return ParsedLog(format="own", steps=[StepRecord(step=i, throughput=7.0) for i in (1, 2, 3)])
 
 
-def _run(tmp_path, log_format, *extra):
+def _run(tmp_path, log_format, framework=LinesFramework):
     pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
-                             extra=(LinesFramework(log_format), *extra))
+                             extra=(framework(log_format),))
     request = RunRequest(case="lines", vendor="linesvendor", framework="linesfw",
                          output=tmp_path / "results", cache_dir=tmp_path / "cache")
     return pm, run_benchmark(pm, request)
@@ -100,7 +102,7 @@ def test_the_core_parses_with_the_format_the_launch_declares(tmp_path):
 
 
 def test_a_framework_parse_log_overrides_the_declared_format(tmp_path):
-    _, report = _run(tmp_path, "lines-format", OverridingParser())
+    _, report = _run(tmp_path, "lines-format", ParsingFramework)
     assert report.result.throughput.value == pytest.approx(7.0)
     assert report.result.steps_completed == 3
 
