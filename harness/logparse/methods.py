@@ -34,7 +34,7 @@ from harness.errors import UserInputError
 from harness.logparse.recorder import PER_DEVICE
 from harness.logparse.summary import StepSummary
 from harness.models import ParsedLog
-from harness.stats import after_warmup, spread
+from harness.stats import after_warmup, mean_after_warmup, spread
 
 METHODS = ("harness", "trimmed", "harmonic-epoch", "framework", "last", "analysis-py")
 #: ``mean-after-warmup`` is what ``harness run`` records as its method name.
@@ -147,9 +147,9 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
         return Aggregate(statistics.fmean(middle), method,
                          f"skip {skip}, sort, drop {trim} lowest and {trim} highest, mean of "
                          f"{len(middle)}", used=len(middle), skipped=skip, **_spread(middle))
-    # harness: skip warm-up; a log shorter than the warm-up keeps its last record, as `harness run`.
+    # harness: the rule of `harness run` (a log shorter than the warm-up keeps its last record).
     kept = after_warmup(values, skip)
-    return Aggregate(statistics.fmean(kept), "harness",
+    return Aggregate(mean_after_warmup(values, skip), "harness",
                      f"mean of {len(kept)} records after skipping {len(values) - len(kept)} warm-up",
                      used=len(kept), skipped=len(values) - len(kept), **_spread(kept))
 
