@@ -16,7 +16,7 @@ from harness.models import (
 from harness.plugin_manager import make_plugin_manager
 from harness.registry import Registry
 from harness.runner.pipeline import RunRequest, run_benchmark
-from harness_pytorch.megatron_log import MegatronFormat
+from harness.logformats.megatron import MegatronFormat
 
 CASE = CaseSpec(
     name="lines", model="lines-model", dataset="lines-data", unit="samples/s", mission_name="m",
