@@ -67,7 +67,7 @@ if TYPE_CHECKING:  # imported for annotations only: keeps `harness --help` fast
         VendorSpec,
     )
     from harness.models.context import RunContext
-    from harness.runner.pipeline import RunObserver
+    from harness.runner.observer import RunObserver
     from harness.models.vendor_config import VendorCaseConfig
 
 hookspec = pluggy.HookspecMarker("harness")

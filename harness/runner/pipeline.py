@@ -169,11 +169,16 @@ def read_log(router: HookRouter, context: RunContext, launch: LaunchSpec,
     formats = router.registry.log_formats
     if launch.log_format not in formats:
         return None
+    return stream_log(log_path, formats.get(launch.log_format), **log_hints(context))
+
+
+def log_hints(context: RunContext) -> dict[str, int | None]:
+    """What a run's log may not say but its config knows: process count, micro batch and
+    sequence length (per-process figures are scaled to the job, samples to tokens)."""
     settings = context.config.settings
     seq_len = context.config.params.get("seq_len")
-    return stream_log(log_path, formats.get(launch.log_format),
-                      gpus=settings.world_size, batch_size=settings.micro_batch_size,
-                      seq_len=int(seq_len) if isinstance(seq_len, (int, float)) else None)
+    return {"gpus": settings.world_size, "batch_size": settings.micro_batch_size,
+            "seq_len": int(seq_len) if isinstance(seq_len, (int, float)) else None}
 
 
 def _summarise_repeat(

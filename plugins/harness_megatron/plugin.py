@@ -10,7 +10,7 @@ from pathlib import Path
 from harness import hookimpl
 from harness.errors import UnavailableError, UserInputError
 from harness.launch import rendezvous_endpoint
-from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
+from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
 FRAMEWORK = "megatron"
@@ -124,10 +124,3 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
                       nproc=context.config.settings.nproc, nnodes=context.config.settings.nnodes,
                       log_format="megatron",
                       description=f"megatron-core {env.framework_version}")
-
-
-@hookimpl
-def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    from harness.logformats.megatron import MegatronFormat
-
-    return MegatronFormat().parse_file(log_path, seq_len=int(context.config.params["seq_len"]))

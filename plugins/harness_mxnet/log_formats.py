@@ -68,9 +68,10 @@ class GluonCVParser(RecordingParser):
     def _batch(self, line: str, match: re.Match) -> StepRecord:
         epoch, batch = int(match.group(1)), int(match.group(2))
         if self._last_epoch is not None and epoch != self._last_epoch:
-            self._epoch_offset = self._last_step + 1
+            self._epoch_offset = self._last_step
         self._last_epoch = epoch
-        step = self._epoch_offset + batch
+        # gluon-cv numbers batches from 0 within each epoch; a step counts the batches done.
+        step = self._epoch_offset + batch + 1
         self._last_step = step
         self.unit = normalise_unit(match.group(4), self.unit)
         metrics = {k.lower(): to_float(v) for k, v in _METRIC.findall(line)}

@@ -15,7 +15,7 @@ from harness.envs import EnvSpec
 from harness.envs.prepare import current_env, isolated_env
 from harness.errors import UnavailableError
 from harness.launch import usable_cores
-from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
+from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
 FRAMEWORK = "mxnet"
@@ -97,14 +97,3 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=1,
                       log_format="gluoncv", description=f"mxnet {env.framework_version}, "
                       f"one process over {settings.nproc} device(s)")
-
-
-@hookimpl
-def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    from harness_mxnet.log_formats import GluonCVFormat
-
-    parsed = GluonCVFormat().parse_file(log_path, gpus=context.config.settings.world_size,
-                                        batch_size=context.config.settings.micro_batch_size)
-    # gluon-cv numbers batches from 0 within the run's first epoch; optimizer steps from 1.
-    parsed.steps = [step.model_copy(update={"step": step.step + 1}) for step in parsed.steps]
-    return parsed

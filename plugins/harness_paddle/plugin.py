@@ -15,7 +15,7 @@ from harness.envs import EnvSpec
 from harness.envs.prepare import current_env, isolated_env
 from harness.errors import UnavailableError
 from harness.launch import rendezvous_endpoint
-from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
+from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
 FRAMEWORK = "paddle"
@@ -133,14 +133,3 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format="paddleclas" if model in CNN_MODELS else "paddlenlp",
                       description=f"paddle {env.framework_version}")
-
-
-@hookimpl
-def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    from harness_paddle.log_formats import PaddleClasFormat, PaddleNLPFormat
-
-    settings = context.config.settings
-    fmt = PaddleClasFormat() if context.case.model in CNN_MODELS else PaddleNLPFormat()
-    seq_len = context.config.params.get("seq_len")
-    return fmt.parse_file(log_path, seq_len=int(seq_len) if seq_len else None,
-                          gpus=settings.world_size, batch_size=settings.micro_batch_size)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness import hookimpl
 from harness.launch import rendezvous_endpoint
-from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec, ParsedLog
+from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
 FRAMEWORK = "pytorch"
@@ -95,20 +95,3 @@ def _data_arguments(model: str, dataset: DatasetInfo) -> list[str]:
     if model == "bert":
         return ["--data", str(folder / dataset.files[0])]
     return ["--data", str(folder), "--model", model]
-
-
-@hookimpl
-def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
-    model, settings = context.case.model, context.config.settings
-    if model == "bert":
-        from harness_pytorch.dllogger_log import DLLoggerFormat
-
-        return DLLoggerFormat().parse_file(log_path, gpus=settings.world_size,
-                                           batch_size=settings.micro_batch_size)
-    if model in CNN_MODELS:
-        from harness_pytorch.dllogger_log import PyTorchDLEFormat
-
-        return PyTorchDLEFormat().parse_file(log_path)
-    from harness.logformats.megatron import MegatronFormat
-
-    return MegatronFormat().parse_file(log_path, seq_len=int(context.config.params["seq_len"]))

@@ -17,7 +17,7 @@ def test_builtins_are_registered_like_any_plugin():
     for name in DEFAULT_PLUGINS:
         assert pm.get_plugin(name) is not None
     info = pm.harness_info["harness_pytorch.plugin"]
-    assert "run" in info.hooks and "parse_log" in info.hooks
+    assert "run" in info.hooks and "prepare_env" in info.hooks
 
 
 def test_blocked_builtin_is_not_loaded(monkeypatch):

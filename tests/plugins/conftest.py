@@ -50,3 +50,24 @@ def plan_context(tmp_path: Path, case: str, framework: str, *, nproc: int = 1, s
     request = RunRequest(case=case, vendor="cpu", framework=framework, scale=scale, nproc=nproc,
                          output=tmp_path / "results", cache_dir=tmp_path / "cache")
     return plan(pm, Registry.from_plugins(pm), request)
+
+
+def parse_as_launched(context, log_path: Path):
+    """Read ``log_path`` the way the core reads a run's log: with the log format the
+    framework's launch declares (``harness.runner.pipeline.read_log``)."""
+    import sys
+
+    from harness.dispatch import HookRouter
+    from harness.models import DatasetInfo, ExecutionEnv
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+    from harness.runner.pipeline import log_hints
+
+    pm = make_plugin_manager(load_entrypoints=False)
+    router = HookRouter(pm, Registry.from_plugins(pm))
+    env = ExecutionEnv(python=sys.executable, framework=context.framework)
+    dataset = DatasetInfo(kind=context.case.dataset, path=str(log_path.parent),
+                          files=["data_ids.npy", "data_idx.npz"], synthesized=True)
+    launch = router.run(context, env, dataset)
+    log_format = router.registry.log_formats.get(launch.log_format)
+    return log_format.parse_file(log_path, **log_hints(context))

@@ -14,6 +14,7 @@ from harness.registry import Registry
 from harness.runner.pipeline import RunRequest, plan
 from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 from harness_megatron import plugin
+from tests.plugins.conftest import parse_as_launched
 
 
 @pytest.fixture
@@ -138,7 +139,7 @@ def test_parses_the_scripts_iteration_lines(pm, tmp_path):
         "[Rank 0] (after 30 iterations) memory (MB) | allocated: 9245.8 | max allocated: 13725.3 |"
         " reserved: 14558.0 | max reserved: 14558.0\n")
     context = gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16")
-    parsed = plugin.parse_log(context=context, log_path=log)
+    parsed = parse_as_launched(context, log)
     assert parsed.steps[0].step_time_s == pytest.approx(0.9124)
     assert parsed.steps[0].throughput == pytest.approx(2 * 2048 / 0.9124)
     assert parsed.peak_memory_bytes == int(13725.3 * 2**20)

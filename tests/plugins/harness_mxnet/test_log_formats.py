@@ -27,7 +27,8 @@ def write(tmp_path, text: str):
 def test_gluoncv_batch_lines_and_epoch_summaries(tmp_path):
     parsed = GluonCVFormat().parse_file(write(tmp_path, GLUON), gpus=8, batch_size=64)
     assert [s.throughput for s in parsed.steps] == [1234.56789, 1300.5, 1290.0]
-    assert [s.step for s in parsed.steps] == [49, 99, 149]  # epoch 1 continues after epoch 0
+    # gluon-cv numbers batches from 0: "Batch [49]" is the 50th step; epoch 1 continues epoch 0
+    assert [s.step for s in parsed.steps] == [50, 100, 150]
     assert [s.learning_rate for s in parsed.steps] == [0.1, 0.1, 0.2]
     assert parsed.unit == "samples/s"
     assert parsed.meta["epoch_throughput"] == [1250.0, 1280.0]
@@ -38,7 +39,8 @@ def test_gluoncv_batch_lines_and_epoch_summaries(tmp_path):
 def test_gluoncv_speedometer_range_and_loss(tmp_path):
     text = "Epoch[2] Batch [20-40]\tSpeed: 456.78 samples/sec\tcross-entropy=6.543210\tlr=0.050000\n"
     parsed = GluonCVFormat().parse_file(write(tmp_path, text))
-    assert parsed.steps[0].step == 40 and parsed.steps[0].throughput == 456.78
+    # MXNet's Speedometer prints the 0-based index of the batch just done: 41 batches
+    assert parsed.steps[0].step == 41 and parsed.steps[0].throughput == 456.78
     assert parsed.steps[0].loss is None  # cross-entropy is a metric here, not a loss key
     text = "Epoch[0] Batch [10]\tSpeed: 100.0 samples/sec\tloss=nan\n"
     parsed = GluonCVFormat().parse_file(write(tmp_path, text))

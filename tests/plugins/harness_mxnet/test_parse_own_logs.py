@@ -1,4 +1,4 @@
-"""The MXNet plugin's parse_log reads the gluon-cv lines its training script prints."""
+"""The log format the MXNet launch declares reads the gluon-cv lines its training script prints."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ from pathlib import Path
 import pytest
 
 from harness_mxnet import plugin
-from tests.plugins.conftest import plan_context
+from tests.plugins.conftest import parse_as_launched, plan_context
 
 DATA = Path(__file__).parent / "data"
 
 
 def test_gluoncv_lines_two_devices(tmp_path):
     context = plan_context(tmp_path, "mobilenet_v1", "mxnet", nproc=2)
-    parsed = plugin.parse_log(context=context, log_path=DATA / "mobilenet_v1_nproc2.log")
+    parsed = parse_as_launched(context, DATA / "mobilenet_v1_nproc2.log")
     # Batches are numbered from 0 per epoch in the log; optimizer steps from 1 across epochs.
     assert [s.step for s in parsed.steps] == list(range(1, 31)) and not parsed.errors
     first = parsed.steps[0]

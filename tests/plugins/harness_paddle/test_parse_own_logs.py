@@ -1,4 +1,4 @@
-"""The Paddle plugin's parse_log reads the lines its own training scripts print."""
+"""The log formats the Paddle launch declares read the lines its own training scripts print."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from harness_paddle import plugin
-from tests.plugins.conftest import plan_context
+from tests.plugins.conftest import parse_as_launched, plan_context
 
 DATA = Path(__file__).parent / "data"
 
 
 def test_gpt_data_parallel_log(tmp_path):
     context = plan_context(tmp_path, "gpt3_6.7B", "paddle", nproc=2)
-    parsed = plugin.parse_log(context=context, log_path=DATA / "gpt_nproc2.log")
+    parsed = parse_as_launched(context, DATA / "gpt_nproc2.log")
     assert [s.step for s in parsed.steps] == list(range(1, 31)) and not parsed.errors
     first, last = parsed.steps[0], parsed.steps[-1]
     assert first.loss == pytest.approx(7.64053) and last.loss < first.loss / 2
@@ -26,17 +25,17 @@ def test_gpt_data_parallel_log(tmp_path):
 
 def test_bert_log_is_scaled_to_the_job(tmp_path):
     context = plan_context(tmp_path, "bert_base_seq128", "paddle")
-    parsed = plugin.parse_log(context=context, log_path=DATA / "bert.log")
+    parsed = parse_as_launched(context, DATA / "bert.log")
     assert len(parsed.steps) == 30 and parsed.steps[0].throughput == pytest.approx(52.52123)
     assert parsed.unit == "sequences/s" and parsed.steps[-1].loss < parsed.steps[0].loss
     two = plan_context(tmp_path, "bert_base_seq128", "paddle", nproc=2)
-    assert plugin.parse_log(context=two, log_path=DATA / "bert.log").steps[0].throughput == \
+    assert parse_as_launched(two, DATA / "bert.log").steps[0].throughput == \
         pytest.approx(2 * 52.52123)
 
 
 def test_cnn_log(tmp_path):
     context = plan_context(tmp_path, "resnet50", "paddle")
-    parsed = plugin.parse_log(context=context, log_path=DATA / "resnet50.log")
+    parsed = parse_as_launched(context, DATA / "resnet50.log")
     assert [s.step for s in parsed.steps] == list(range(1, 31))
     assert parsed.unit == "images/s" and parsed.steps[-1].loss < parsed.steps[0].loss
     assert all(s.throughput > 0 and s.step_time_s > 0 for s in parsed.steps)
@@ -47,5 +46,5 @@ def test_failure_lines_are_reported(tmp_path):
     text = (DATA / "bert.log").read_text().splitlines()[:3]
     log.write_text("\n".join(text + ["Traceback (most recent call last):", "ValueError: boom"]) + "\n")
     context = plan_context(tmp_path, "bert_base_seq128", "paddle")
-    parsed = plugin.parse_log(context=context, log_path=log)
+    parsed = parse_as_launched(context, log)
     assert any("ValueError: boom" in e for e in parsed.errors)

@@ -1,4 +1,4 @@
-"""The PyTorch plugin's parse_log reads its BERT and CNN scripts' DLLogger lines."""
+"""The log formats the PyTorch launch declares read its BERT and CNN scripts' DLLogger lines."""
 
 from __future__ import annotations
 
@@ -6,15 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from harness_pytorch import plugin
-from tests.plugins.conftest import plan_context
+from tests.plugins.conftest import parse_as_launched, plan_context
 
 DATA = Path(__file__).parent / "data"
 
 
 def test_bert_dllogger_lines(tmp_path):
     context = plan_context(tmp_path, "bert_base_seq128", "pytorch")
-    parsed = plugin.parse_log(context=context, log_path=DATA / "bert_dllogger.log")
+    parsed = parse_as_launched(context, DATA / "bert_dllogger.log")
     assert [s.step for s in parsed.steps] == list(range(1, 31)) and not parsed.errors
     assert parsed.steps[0].loss == pytest.approx(8.33493) and parsed.steps[-1].loss < 7.5
     # A step's throughput comes from consecutive timestamps and the global batch (8 x 1 x 1).
@@ -25,7 +24,7 @@ def test_bert_dllogger_lines(tmp_path):
 
 def test_cnn_dllogger_lines(tmp_path):
     context = plan_context(tmp_path, "mobilenet_v1", "pytorch")
-    parsed = plugin.parse_log(context=context, log_path=DATA / "mobilenet_v1_dle.log")
+    parsed = parse_as_launched(context, DATA / "mobilenet_v1_dle.log")
     # 16 iterations per epoch (512 images / 32): steps continue across the epoch boundary.
     assert [s.step for s in parsed.steps] == list(range(1, 31)) and not parsed.errors
     assert parsed.steps[0].throughput == pytest.approx(10.12) and parsed.unit == "images/s"
