@@ -2,7 +2,7 @@
 
 The registry remembers which plugin registered each framework, vendor and case. The core calls
 a framework's hooks (``prepare_env``, ``run``, ``parse_log``, ``unsupported_reason``,
-``model_flops``) only on the plugin that registered that framework, a vendor's hooks
+``model_flops``, ``memory_plan``) only on the plugin that registered that framework, a vendor's hooks
 (``discover_devices``, ``vendor_case_config``, ``device_peak_flops``, the wrappers of ``run``
 and ``execute``, ``unsupported_reason``) only on the plugin that registered that vendor, and
 ``prepare_data`` / ``model_flops`` on the plugins that registered the case (and the other
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         ProcessOutcome,
     )
     from harness.models.context import RunContext
+    from harness.models.memory import MemoryPlan
     from harness.models.vendor_config import VendorCaseConfig
     from harness.registry import Registry
 
@@ -142,3 +143,8 @@ class HookRouter:
     def unsupported_reasons(self, context: RunContext) -> list[str]:
         owners = {self.framework_owner(context.framework), self.vendor_owner(context.vendor)}
         return [r for r in self._caller("unsupported_reason", owners)(context=context) if r]
+
+    def memory_plan(self, context: RunContext, device_memory_bytes: int) -> MemoryPlan | None:
+        return self._caller("memory_plan", {self.framework_owner(context.framework)})(
+            context=context, device_memory_bytes=device_memory_bytes
+        )

@@ -68,6 +68,7 @@ if TYPE_CHECKING:  # imported for annotations only: keeps `harness --help` fast
     )
     from harness.models.context import RunContext
     from harness.runner.observer import RunObserver
+    from harness.models.memory import MemoryPlan
     from harness.models.vendor_config import VendorCaseConfig
 
 hookspec = pluggy.HookspecMarker("harness")
@@ -426,4 +427,37 @@ def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
                     steps.append(StepRecord(step=int(match[1]), step_time_s=seconds,
                                             throughput=batch / seconds, loss=float(match[3])))
             return ParsedLog(format="myfw", unit=context.case.unit, steps=steps)
+    """
+
+
+# --------------------------------------------------------------------------- memory
+
+
+@hookspec(firstresult=True)
+def memory_plan(context: RunContext, device_memory_bytes: int) -> MemoryPlan | None:
+    """Estimate the peak memory ONE device needs for ``context``'s run, and alternatives.
+
+    Answer for the model/framework you own (the framework plugin knows what its training
+    script keeps on the device); return ``None`` otherwise and the run starts unplanned.
+    ``device_memory_bytes`` is the smallest total memory of the devices the run uses.
+
+    Return a ``MemoryPlan`` whose first candidate is the config as resolved (empty
+    ``overrides``) and whose further candidates are other settings of the same case that
+    need less memory, fastest first (less recompute before more, larger micro-batches before
+    smaller, the optimizer in device memory before host memory). The core's memory planner
+    keeps the first candidate that fits the device (less an allocator and context reserve),
+    never changes a key the user set on the command line, and refuses the run in one line,
+    before launching anything, when none fits, quoting ``hints`` (layouts that would fit)::
+
+        @hookimpl
+        def memory_plan(context, device_memory_bytes):
+            if context.framework != "myframework" or context.case.model != "gpt":
+                return None
+            current = MemoryEstimate(total_bytes=..., components={...}, formula="16N + ...")
+            offload = MemoryEstimate(total_bytes=..., components={...}, formula="6N + ...")
+            return MemoryPlan(candidates=[
+                MemoryCandidate(estimate=current, label="as configured"),
+                MemoryCandidate(overrides={"offload": "cpu"}, estimate=offload,
+                                label="optimizer in host memory"),
+            ], hints=[">= 2 GPUs of this memory (sharding stage 3)"])
     """

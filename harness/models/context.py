@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.models.case import CaseSpec
 from harness.models.config import ResolvedConfig
 from harness.models.device import DeviceSet
+from harness.models.memory import MemoryEstimate
 
 #: auto: the framework plugin's environment (maybe an isolated one); current: this interpreter.
 EnvMode = Literal["auto", "current"]
@@ -32,6 +33,9 @@ class RunContext(BaseModel):
     )
     repeats: int = Field(1, ge=1, description="How many times the run is repeated (--repeat).")
     repeat_index: int = Field(1, ge=1, description="Which repeat (1-based) run, execute and parse_log serve.")
+    memory_estimate: MemoryEstimate | None = Field(
+        None, description="The memory planner's per-device peak estimate for this config."
+    )
 
     @property
     def framework(self) -> str:

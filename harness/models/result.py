@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.models.config import ResolvedConfig
 from harness.models.device import DeviceSet
 from harness.models.efficiency import Efficiency
+from harness.models.memory import MemoryEstimate
 from harness.models.launch import DatasetInfo, RunStatus
 
 SCHEMA_VERSION = "1.0"
@@ -99,6 +100,9 @@ class BenchmarkResult(BaseModel):
     loss_first: float | None
     loss_final: float | None
     peak_memory_bytes: int | None = Field(None, description="Framework-reported peak memory.")
+    memory_estimate: MemoryEstimate | None = Field(
+        None, description="The memory planner's per-device estimate of that peak, made before launch."
+    )
     efficiency: Efficiency | None = Field(
         None, description="MFU and energy per unit, computed from the model's FLOPs formula, "
                           "the vendor's peak table and the vendor's power readings.")

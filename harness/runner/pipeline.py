@@ -111,7 +111,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     )
     run_id = new_run_id(case.name, framework, request.vendor)
     cache_dir = request.cache_dir or default_cache_dir()
-    return RunContext(
+    context = RunContext(
         run_id=run_id,
         case=case,
         config=config,
@@ -122,6 +122,9 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         env_mode=request.env_mode,
         repeats=repeats,
     )
+    from harness.memory_planner import fit_to_memory
+
+    return fit_to_memory(router, context)
 
 
 def _plan_nproc(request: RunRequest, case_string_nproc: int | None, case: CaseSpec,
@@ -218,6 +221,10 @@ def execute(
     started = _utcnow()
 
     router = HookRouter(pm, registry)
+    if context.memory_estimate is not None:
+        from harness.memory_planner import planner_note
+
+        observer.stage("memory", planner_note(context))
     observer.stage("environment", f"framework {context.framework}")
     env: ExecutionEnv = router.prepare_env(context)
     observer.stage("data", f"dataset {context.case.dataset}")
@@ -265,6 +272,7 @@ def execute(
         repeats=repeats, device_metrics=extras,
     )
     result.efficiency = _efficiency(router, context, result)
+    result.memory_estimate = context.memory_estimate
     legacy_path = write_run_files(run_dir, result, context.case)
     ResultStore(request.output).add(result, run_dir)
     return RunReport(result=result, run_dir=run_dir, legacy_path=legacy_path)

@@ -24,7 +24,7 @@ GPT_IMMUTABLE = frozenset({"num_layers", "hidden_size", "num_heads", "vocab_size
 GPT_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc", "max_steps", "skip_steps",
     "recompute", "compile", "sharding_stage", "sharding_degree", "tensor_parallel_degree",
-    "pipeline_parallel_degree", "fused_optimizer", "attention_backend",
+    "pipeline_parallel_degree", "fused_optimizer", "attention_backend", "offload",
 })
 
 # A laptop-CPU preset: same code path, tiny dimensions, a handful of steps.
@@ -59,6 +59,8 @@ def gpt3_case(name: str) -> CaseSpec:
             "grad_clip": 1.0, "init_std": 0.02,
             "recompute": "none", "compile": False, "fused_optimizer": True,
             "attention_backend": "auto",
+            # "cpu": fp32 master weights and AdamW states in host memory (one device only).
+            "offload": "none",
             "sharding_stage": 0, "sharding_degree": 0,
             "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,
             "log_interval": 1,

@@ -95,3 +95,26 @@ def _data_arguments(model: str, dataset: DatasetInfo) -> list[str]:
     if model == "bert":
         return ["--data", str(folder / dataset.files[0])]
     return ["--data", str(folder), "--model", model]
+
+
+@hookimpl
+def memory_plan(context: RunContext, device_memory_bytes: int):
+    """GPT's per-GPU peak as train_gpt.py lays it out, and smaller-memory variants."""
+    if context.case.model != "gpt":
+        return None
+    from harness.memory_planner import usable_bytes
+    from harness_pytorch.gpt_memory import memory_plan as gpt_memory_plan
+
+    return gpt_memory_plan(context.config.params, context.config.settings,
+                           usable_hint=usable_bytes(device_memory_bytes))
+
+
+@hookimpl
+def unsupported_reason(context: RunContext) -> str | None:
+    if str(context.config.params.get("offload", "none")) == "cpu":
+        if context.devices.kind == "cpu":
+            return ("offload=cpu moves the optimizer from an accelerator's memory to the host; "
+                    "on the cpu vendor everything is in host memory already")
+        if context.config.settings.world_size > 1:
+            return "offload=cpu runs on one device; use sharding_stage=3 across several"
+    return None

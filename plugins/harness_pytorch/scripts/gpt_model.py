@@ -82,6 +82,9 @@ class GPT(nn.Module):
         self.ln_f = nn.LayerNorm(hidden_size)
         self.lm_head = nn.Linear(hidden_size, vocab_size, bias=False)
         self.lm_head.weight = self.wte.weight  # tied input/output embeddings
+        # The dtype of the residual stream when the weights themselves are low precision
+        # (host-offloaded optimizer): fp32, as the embeddings of an fp32 model give it.
+        self.residual_dtype: torch.dtype | None = None
         self._init_weights(init_std, num_layers)
 
     def _init_weights(self, std: float, num_layers: int) -> None:
@@ -118,7 +121,10 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None):
         positions = torch.arange(idx.shape[1], device=idx.device)
-        x = self.drop(self.wte(idx) + self.wpe(positions))
+        x = self.wte(idx) + self.wpe(positions)
+        if self.residual_dtype is not None:
+            x = x.to(self.residual_dtype)
+        x = self.drop(x)
         for block in self.blocks:
             if self.recompute_full and self.training:
                 x = checkpoint(block, x, use_reentrant=False)

@@ -38,11 +38,17 @@ def peak_memory_mb(device: torch.device) -> tuple[float, str]:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process max RSS"
 
 
-def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
+def split_weight_decay(model: torch.nn.Module) -> tuple[list, list]:
+    """Matrices decay; biases and LayerNorm weights do not."""
     decay, no_decay = [], []
     for param in model.parameters():
         if param.requires_grad:
             (decay if param.dim() >= 2 else no_decay).append(param)
+    return decay, no_decay
+
+
+def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
+    decay, no_decay = split_weight_decay(model)
     groups = [{"params": decay, "weight_decay": p["weight_decay"]},
               {"params": no_decay, "weight_decay": 0.0}]
     fused = bool(p.get("fused_optimizer")) and device.type == "cuda"
@@ -146,16 +152,36 @@ def main() -> int:
     if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         log("error: bf16 is not supported on this GPU; use --precision fp16 or fp32")
         return 2
+    offload = str(p.get("offload", "none"))
+    if offload not in ("none", "cpu"):
+        log(f"error: offload must be none or cpu; got {offload!r}")
+        return 2
+    if offload == "cpu" and (world > 1 or precision == "fp16"):
+        log("error: offload=cpu runs on one device in bf16 or fp32 (got "
+            f"{world} processes, precision {precision})")
+        return 2
     model = GPT(vocab_size=p["vocab_size"], seq_len=p["seq_len"], num_layers=p["num_layers"],
                 hidden_size=p["hidden_size"], num_heads=p["num_heads"],
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
-                recompute=p["recompute"]).to(device)
+                recompute=p["recompute"])
     n_params = model.num_parameters()
     flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
+    host_optimizer = None
+    if offload == "cpu":
+        from host_offload import HostOffloadAdamW
+
+        decay, no_decay = split_weight_decay(model)
+        host_optimizer = HostOffloadAdamW(
+            decay, no_decay, device=device, dtype=DTYPES[precision], lr=p["learning_rate"],
+            betas=(p["adam_beta1"], p["adam_beta2"]), eps=1e-8, weight_decay=p["weight_decay"])
+        model.residual_dtype = torch.float32
+    model = model.to(device)
     if p.get("compile"):
         model.compile_layers()
     model, parallel = wrap_parallel(model, p, device, world, precision)
-    optimizer = build_optimizer(model, p, device)
+    if host_optimizer is not None:
+        parallel = "single, fp32 master weights and AdamW states in host memory"
+    optimizer = build_optimizer(model, p, device) if host_optimizer is None else None
     train_model = model
     attention = attention_backend_context(str(p.get("attention_backend", "auto")))
     attention.__enter__()  # for the whole run: compiled graphs pick their kernel when traced
@@ -188,6 +214,7 @@ def main() -> int:
         log(f"> training: {parallel} on {world} x {device.type}, precision {precision}, micro batch "
             f"{mbs}, grad accum {accum}, global batch {global_batch}, recompute {p['recompute']}, "
             f"compile {bool(p.get('compile'))}, attention {p.get('attention_backend', 'auto')}, "
+            f"offload {offload}, "
             f"torch {torch.__version__}")
 
     train_model.train()
@@ -205,7 +232,7 @@ def main() -> int:
             profiler.__enter__()
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
                    floor=p["min_learning_rate"])
-        for group in optimizer.param_groups:
+        for group in optimizer.param_groups if optimizer is not None else ():
             group["lr"] = lr
         step_loss = torch.zeros((), device=device)
         for micro in range(accum):
@@ -221,14 +248,21 @@ def main() -> int:
                 loss = train_model(inputs, targets) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
-        scaler.unscale_(optimizer)
-        grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), p["grad_clip"])
-        # FSDP2 returns a DTensor: materialising it is a collective, so every rank does it.
-        norm_value = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
         scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
+        if host_optimizer is not None:
+            host_start = time.perf_counter()
+            norm_value = host_optimizer.step(lr, p["grad_clip"])
+            if rank == 0 and step <= 3:
+                log(f"> host optimizer step {step}: {time.perf_counter() - host_start:.2f} s "
+                    f"({host_optimizer.numel:,} fp32 parameters + 2 moments on the host)")
+        else:
+            scaler.unscale_(optimizer)
+            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), p["grad_clip"])
+            # FSDP2 returns a DTensor: materialising it is a collective, so every rank does it.
+            norm_value = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
         if scaler.is_enabled() and scaler.get_scale() < scale_before:
             skipped += 1
         consumed += global_batch

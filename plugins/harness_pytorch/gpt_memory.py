@@ -1,0 +1,130 @@
+"""Per-GPU peak memory of the PyTorch plugin's GPT training script (train_gpt.py).
+
+Counted from the resolved config, for the memory planner (the ``memory_plan`` hook). N is the
+parameter count from the model's shape (tied embeddings counted once). Components, in bytes:
+
+- weights: fp32 (4N), or with ``offload=cpu`` the compute dtype (2N in bf16); FSDP2 stage 3
+  shards them (4N / world);
+- gradients: fp32 (4N), sharded over the ranks by FSDP2 (any stage);
+- optimizer states: AdamW's two fp32 moments (8N), sharded by FSDP2; none with ``offload=cpu``
+  (master weights and moments live in host memory);
+- compute-dtype weight copies: autocast's bf16/fp16 casts of every matrix, saved for backward
+  (2N); FSDP2 gathers them instead (2N unsharded for stages 1/2, two blocks' worth for stage 3);
+- activations of one micro-batch: ``ACTIVATION_BYTES[recompute]`` bytes per token, per layer
+  and per hidden unit (b·s·h·L) in bf16/fp16, twice that in fp32; with full recompute, each
+  block's fp32 input plus one block's full activations;
+- the output head: logits and their fp32 copy and gradient, ``LOGIT_BYTES`` per token and
+  vocabulary entry (b·s·V).
+
+The coefficients are measured, not derived: on one H200 (2026-11-21) gpt3_6.7B at micro batch
+2 peaked at 129.6 GiB allocated (estimate 128.6) and gpt3_1.3B at micro batch 8 with
+accumulation at 49.6 GiB (estimate 52.2). BENCHMARKS.md keeps estimate against measured peak.
+"""
+
+from __future__ import annotations
+
+from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
+
+# Bytes per b·s·h·L of saved activations in a compiled block with flash attention, bf16.
+ACTIVATION_BYTES = {"none": 30.0, "selective": 14.0, "full": 4.0}
+LOGIT_BYTES = 10.0  # bf16 logits (2) + fp32 copy for the loss (4) + its fp32 gradient (4)
+COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+# Relative speed of each choice, used only to order the candidates (fastest first).
+RECOMPUTE_SPEED = {"none": 1.0, "selective": 0.93, "full": 0.75}
+HALVED_BATCH_SPEED = 0.96
+OFFLOAD_SPEED = 0.75
+# With the optimizer in host memory, its step (seconds for billions of parameters) is paid once
+# per optimizer step: at least this many micro-batches amortise it.
+OFFLOAD_MIN_MICRO_BATCHES = 64
+
+
+def gpt_parameters(p: dict) -> int:
+    """N of train_gpt.py's GPT: per layer 12h² + 13h, embeddings (V + s)·h, final LayerNorm 2h."""
+    h, layers = int(p["hidden_size"]), int(p["num_layers"])
+    ffn = int(p.get("ffn_multiplier", 4)) * h
+    per_layer = 4 * h * h + 4 * h + 2 * h * ffn + ffn + h + 4 * h
+    return layers * per_layer + (int(p["vocab_size"]) + int(p["seq_len"])) * h + 2 * h
+
+
+def estimate(p: dict, *, precision: str, micro_batch: int, world: int, offload: str,
+             recompute: str) -> MemoryEstimate:
+    n = gpt_parameters(p)
+    h, layers, seq, vocab = (int(p[k]) for k in ("hidden_size", "num_layers", "seq_len", "vocab_size"))
+    stage = int(p.get("sharding_stage", 0)) if world > 1 else 0
+    compute = COMPUTE_BYTES.get(precision, 4)
+    shard = world if stage > 0 else 1
+    block = 12 * h * h  # one block's matrices
+    if offload == "cpu":
+        weights, grads, states, copies = compute * n, 4 * n, 0, 0
+        formula = f"{compute}N weights + 4N fp32 gradients on the GPU (AdamW in host memory)"
+    else:
+        weights = 4 * n // (world if stage >= 3 else 1)
+        grads, states = 4 * n // shard, 8 * n // shard
+        copies = 0 if compute == 4 else (2 * 2 * block if stage >= 3 else 2 * n)
+        formula = "4N weights + 4N gradients + 8N AdamW" + (f" over {shard} shards" if shard > 1 else "")
+    scale = 1.0 if compute == 2 else 2.0
+    tokens = micro_batch * seq
+    if recompute == "full":
+        act = tokens * h * layers * ACTIVATION_BYTES["full"] + tokens * h * ACTIVATION_BYTES["none"] * scale
+    else:
+        act = tokens * h * layers * ACTIVATION_BYTES.get(recompute, ACTIVATION_BYTES["none"]) * scale
+    logits = tokens * vocab * LOGIT_BYTES * (1.2 if compute == 4 else 1.0)
+    components = {"weights": weights, "gradients": grads, "optimizer states": states,
+                  "compute-dtype weights": copies, "activations": int(act), "logits": int(logits)}
+    return MemoryEstimate(
+        total_bytes=sum(components.values()), components=components,
+        formula=f"N={n:,}: {formula} + activations {ACTIVATION_BYTES.get(recompute, 30)}·b·s·h·L "
+                f"(recompute {recompute}) + logits {LOGIT_BYTES}·b·s·V")
+
+
+def memory_plan(params: dict, settings, usable_hint: int | None = None) -> MemoryPlan:
+    """The config as resolved, then smaller-memory variants of it, fastest first."""
+    precision, world = settings.precision, settings.world_size
+    mbs, accum = settings.micro_batch_size, settings.grad_accum_steps
+    offload, recompute = str(params.get("offload", "none")), str(params.get("recompute", "none"))
+
+    def est(**kw) -> MemoryEstimate:
+        args = dict(precision=precision, micro_batch=mbs, world=world, offload=offload,
+                    recompute=recompute)
+        args.update(kw)
+        return estimate(params, **args)
+
+    options: list[tuple[float, MemoryCandidate]] = [
+        (2.0, MemoryCandidate(estimate=est(), label="as configured"))]
+    offloads = ["none", "cpu"] if world == 1 and precision != "fp16" else [offload]
+    for off in offloads:
+        for rec in ("none", "selective", "full"):
+            batch, halvings = mbs, 0
+            while batch >= 1:
+                overrides: dict = {}
+                if rec != recompute:
+                    overrides["recompute"] = rec
+                if batch != mbs:
+                    overrides["micro_batch_size"] = batch
+                micro_batches = accum * (mbs // batch)
+                if off != offload:
+                    overrides["offload"] = off
+                    if off == "cpu":
+                        micro_batches = max(micro_batches, OFFLOAD_MIN_MICRO_BATCHES)
+                if micro_batches != accum:
+                    overrides["grad_accum_steps"] = micro_batches
+                if overrides:
+                    speed = (RECOMPUTE_SPEED[rec] * HALVED_BATCH_SPEED ** halvings
+                             * (OFFLOAD_SPEED if off == "cpu" and offload != "cpu" else 1.0))
+                    label = ", ".join(f"{k}={v}" for k, v in overrides.items())
+                    options.append((speed, MemoryCandidate(
+                        overrides=overrides, label=label,
+                        estimate=est(micro_batch=batch, offload=off, recompute=rec))))
+                batch //= 2
+                halvings += 1
+    options.sort(key=lambda item: -item[0])  # stable: the resolved config stays first
+    hints = []
+    if world == 1 and usable_hint is not None:
+        for gpus in (2, 4, 8):
+            sharded = estimate({**params, "sharding_stage": 3}, precision=precision, micro_batch=1,
+                               world=gpus, offload="none", recompute="full")
+            if sharded.total_bytes <= usable_hint:
+                hints.append(f">= {gpus} GPUs of this size (FSDP2 sharding stage 3, micro batch 1, "
+                             f"full recompute: about {sharded.total_bytes / 2**30:,.0f} GiB each)")
+                break
+    return MemoryPlan(candidates=[c for _, c in options], hints=hints)
