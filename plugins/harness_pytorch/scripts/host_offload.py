@@ -46,15 +46,17 @@ class HostOffloadAdamW:
             self.master[start:start + n].copy_(p.detach().reshape(-1))
             offsets.append(start)
             start += n
-        # Device: the weights in the compute dtype and the fp32 gradient accumulator, flat.
-        self.weights = self.master.to(device=device, dtype=dtype)
+        # Device: the matrices in the compute dtype; biases and LayerNorm weights (a thousandth
+        # of the parameters) stay fp32 as in the in-GPU run; one flat fp32 gradient accumulator.
+        boundary = self.boundary = sum(sizes[:len(decay)])
+        self.weights = self.master[:boundary].to(device=device, dtype=dtype)
+        self.small_weights = self.master[boundary:].to(device=device, copy=True)
         self.grads = torch.zeros(self.numel, dtype=torch.float32, device=device)
         for p, offset, n in zip(params, offsets, sizes):
-            p.data = self.weights[offset:offset + n].view(p.shape)
+            p.data = self._device_weights(offset, offset + n).view(p.shape)
             p.grad = None
             p.register_post_accumulate_grad_hook(self._accumulator(offset, n))
         # Chunks never straddle the decay / no-decay boundary: each has its own optimizer.
-        boundary = sum(sizes[:len(decay)])
         self.chunks: list[tuple[int, int, torch.optim.AdamW]] = []
         for lo, hi, wd in ((0, boundary, weight_decay), (boundary, self.numel, 0.0)):
             for begin in range(lo, hi, chunk_elements):
@@ -63,13 +65,18 @@ class HostOffloadAdamW:
                 opt = torch.optim.AdamW([view], lr=lr, betas=betas, eps=eps, weight_decay=wd,
                                         fused=True)
                 self.chunks.append((begin, end, opt))
-        largest = max(end - begin for begin, end, _ in self.chunks)
+        largest = max((end - begin for begin, end, _ in self.chunks), default=1)
         self.grad_stage = [torch.empty(largest, dtype=torch.float32, pin_memory=pin) for _ in range(2)]
         self.weight_stage = [torch.empty(largest, dtype=dtype, pin_memory=pin) for _ in range(2)]
         # Downloads and uploads on their own streams, so that PCIe carries both directions at once.
         cuda = device.type == "cuda"
         self.down_stream = torch.cuda.Stream(device) if cuda else None
         self.up_stream = torch.cuda.Stream(device) if cuda else None
+
+    def _device_weights(self, begin: int, end: int) -> torch.Tensor:
+        if begin >= self.boundary:
+            return self.small_weights[begin - self.boundary:end - self.boundary]
+        return self.weights[begin:end]
 
     @property
     def host_bytes(self) -> int:
@@ -100,17 +107,19 @@ class HostOffloadAdamW:
         self.grads.zero_()
         return float(norm)
 
-    def _step_on_host(self) -> None:
-        for begin, end, opt in self.chunks:
+    def _step_on_host(self, chunks=None) -> None:
+        """Plain, synchronous: on the CPU device, and for the few fp32 no-decay parameters."""
+        for begin, end, opt in self.chunks if chunks is None else chunks:
             view = opt.param_groups[0]["params"][0]
-            view.grad = self.grads[begin:end]
+            view.grad = self.grads[begin:end].to("cpu")
             opt.step()
             view.grad = None
-            self.weights[begin:end].copy_(view)
+            self._device_weights(begin, end).copy_(view)
 
     def _step_pipelined(self) -> None:
         """Chunk i's CPU update overlaps chunk i+1's download and chunk i-1's upload."""
-        down, up, chunks = self.down_stream, self.up_stream, self.chunks
+        down, up = self.down_stream, self.up_stream
+        chunks = [c for c in self.chunks if c[1] <= self.boundary]
         compute = torch.cuda.current_stream(self.device)
         down.wait_stream(compute)  # the gradients are complete and clipped
         up.wait_stream(compute)  # nothing still reads the weights
@@ -143,3 +152,4 @@ class HostOffloadAdamW:
                 uploaded[slot].record(up)
         compute.wait_stream(down)  # the gradient buffer is zeroed next, on the compute stream
         compute.wait_stream(up)
+        self._step_on_host([c for c in self.chunks if c[0] >= self.boundary])
