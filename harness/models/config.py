@@ -16,7 +16,7 @@ def _without(data, keys):
     return data
 
 
-Precision = Literal["fp32", "fp16", "bf16"]
+Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Scale = Literal["full", "smoke"]
 #: sp: one process; mp: several (any world size above 1).
 RunMode = Literal["sp", "mp"]

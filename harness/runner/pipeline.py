@@ -213,6 +213,9 @@ def execute(
 ) -> RunReport:
     """Run all ``context.repeats`` repeats of a planned run and record the result (also when
     it fails) under ``request.output``."""
+    reasons = HookRouter(pm, registry).unsupported_reasons(context)
+    if reasons:  # said before anything is launched or written, as a sweep skips such a point
+        raise UnavailableError("; ".join(reasons))
     observer = observer or RunObserver()
     settings = context.config.settings
     run_dir = context.run_dir

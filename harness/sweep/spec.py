@@ -34,6 +34,7 @@ from typing import Any, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from harness.errors import UserInputError
+from harness.models.config import Precision
 
 ScalarValue = Union[bool, int, float, str]
 
@@ -57,7 +58,7 @@ class SweepPoint(BaseModel):
     scale: Literal["full", "smoke"] | None = None
     nproc: int | None = Field(None, ge=1)
     nnodes: int | None = Field(None, ge=1)
-    precision: Literal["fp32", "fp16", "bf16"] | None = None
+    precision: Precision | None = None
     batch_size: int | None = Field(None, ge=1)
     max_steps: int | None = Field(None, ge=1)
     repeat: int | None = Field(None, ge=1)

@@ -48,6 +48,10 @@ def _needs_nvidia_gpus(context: RunContext) -> str | None:
 
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
+    if context.config.settings.precision == "fp8":
+        return "Megatron-core trains fp8 through Transformer Engine, which this plugin does not use"
+    if str(context.config.params.get("offload", "none")) != "none":
+        return "the Megatron-core plugin keeps its optimizer on the GPU (offload=none)"
     return _needs_nvidia_gpus(context)
 
 

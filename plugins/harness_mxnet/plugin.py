@@ -68,8 +68,8 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
 def unsupported_reason(context: RunContext) -> str | None:
     """What the MXNet script would refuse on this machine, said before anything runs."""
     settings = context.config.settings
-    if settings.precision == "bf16":
-        return "MXNet 1.9 Gluon Trainer trains fp32 or fp16, not bf16"
+    if settings.precision in ("bf16", "fp8"):
+        return f"MXNet 1.9 Gluon Trainer trains fp32 or fp16, not {settings.precision}"
     if settings.precision == "fp16" and context.devices.kind == "cpu":
         return "MXNet fp16 training needs a GPU"
     if settings.nnodes > 1:

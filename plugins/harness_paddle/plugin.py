@@ -78,6 +78,8 @@ def unsupported_reason(context: RunContext) -> str | None:
     """What the Paddle scripts would refuse on this machine, said before anything runs."""
     from harness.errors import HarnessError
 
+    if context.config.settings.precision == "fp8":
+        return "the Paddle plugin trains fp32, fp16 or bf16, not fp8"
     if context.config.settings.precision == "fp16" and context.devices.kind == "cpu":
         return "Paddle fp16 training needs a GPU (on the CPU use bf16 or fp32)"
     try:

@@ -37,6 +37,7 @@ _ACCUMULATION = re.compile(r"gradient_accumulation_steps[=\s:]+(\d+)")
 _MAX_STEPS = re.compile(r"\bmax_steps[=\s:]+(\d+)")
 _NPROC = re.compile(r"nproc_per_node[=\s](\d+)")
 _NNODES = re.compile(r"\bnnodes[=\s](\d+)")
+_PEAK_MEMORY = re.compile(r"peak memory \(MB\):\s*([\d.]+)")
 
 
 class _DLLParser(RecordingParser):
@@ -55,6 +56,11 @@ class _DLLParser(RecordingParser):
         raise NotImplementedError
 
     def on_other_line(self, line: str) -> None:
+        # Not DLLogger: the harness scripts' own peak-memory line (NVIDIA's scripts log none).
+        match = _PEAK_MEMORY.search(line) if "peak memory" in line else None
+        if match:
+            self.note_memory(int(float(match.group(1)) * 2**20))
+            return
         self.check_failure(line)
 
 
@@ -83,7 +89,7 @@ class BertDLLParser(_DLLParser):
             match = _NNODES.search(line)
             if match:
                 self._launch_nodes = int(match.group(1))
-        self.check_failure(line)
+        super().on_other_line(line)
 
     def _gpus(self) -> int | None:
         if self.gpus:

@@ -111,6 +111,11 @@ def memory_plan(context: RunContext, device_memory_bytes: int):
 
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
+    if context.config.settings.precision == "fp8":
+        if context.case.model != "gpt":
+            return "fp8 training is implemented for the GPT cases only (torchao float8)"
+        if context.devices.kind == "cpu":
+            return "fp8 training needs a GPU with fp8 tensor cores (Hopper or newer); use bf16"
     if str(context.config.params.get("offload", "none")) == "cpu":
         if context.devices.kind == "cpu":
             return ("offload=cpu moves the optimizer from an accelerator's memory to the host; "

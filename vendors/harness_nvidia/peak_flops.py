@@ -28,16 +28,22 @@ T = 1e12
 # more specific names (NVL, PCIe) come before the plain SXM names.
 PEAK_TABLE: tuple[tuple[str, dict[str, float]], ...] = (
     # H200 NVL [H200-DS]: FP32 60, TF32 835*, BF16/FP16 1,671* TFLOPS.
-    (r"H200 NVL", {"fp32": 60.0 * T, "tf32": 417.5 * T, "bf16": 835.5 * T, "fp16": 835.5 * T}),
-    # H200 SXM [H200-DS]: FP32 67, TF32 989*, BF16/FP16 1,979* TFLOPS (= H100 SXM5 [H100-WP]).
-    (r"H200", {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T}),
+    (r"H200 NVL", {"fp32": 60.0 * T, "tf32": 417.5 * T, "bf16": 835.5 * T, "fp16": 835.5 * T,
+                   "fp8": 1671.0 * T}),
+    # H200 SXM [H200-DS]: FP32 67, TF32 989*, BF16/FP16 1,979*, FP8 3,958* TFLOPS (= H100 SXM5).
+    (r"H200", {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T,
+               "fp8": 1978.9 * T}),
     # H100 NVL [H100-DS]: FP32 60, TF32 835*, BF16/FP16 1,671* TFLOPS.
-    (r"H100 NVL", {"fp32": 60.0 * T, "tf32": 417.5 * T, "bf16": 835.5 * T, "fp16": 835.5 * T}),
+    (r"H100 NVL", {"fp32": 60.0 * T, "tf32": 417.5 * T, "bf16": 835.5 * T, "fp16": 835.5 * T,
+                   "fp8": 1671.0 * T}),
     # H100 PCIe [H100-WP]: FP32 51.2, TF32 378, BF16/FP16 756 TFLOPS dense.
-    (r"H100 PCIe", {"fp32": 51.2 * T, "tf32": 378.0 * T, "bf16": 756.0 * T, "fp16": 756.0 * T}),
+    (r"H100 PCIe", {"fp32": 51.2 * T, "tf32": 378.0 * T, "bf16": 756.0 * T, "fp16": 756.0 * T,
+                    "fp8": 1513.0 * T}),
     # H100 SXM5 [H100-WP]: FP32 66.9, TF32 494.7, BF16/FP16 989.4 TFLOPS dense.
     # NVML names it "NVIDIA H100 80GB HBM3" (or "H100 SXM5 ...").
-    (r"H100", {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T}),
+    # FP8 1,978.9 TFLOPS dense.
+    (r"H100", {"fp32": 66.9 * T, "tf32": 494.7 * T, "bf16": 989.4 * T, "fp16": 989.4 * T,
+               "fp8": 1978.9 * T}),
     # A100 [A100-DS]: FP32 19.5, TF32 156, BF16/FP16 312 TFLOPS dense.
     (r"A100", {"fp32": 19.5 * T, "tf32": 156.0 * T, "bf16": 312.0 * T, "fp16": 312.0 * T}),
     # V100S PCIe [V100-DS]: FP32 16.4, FP16 tensor 130 TFLOPS.
@@ -57,15 +63,30 @@ def peak_entry(device_name: str) -> dict[str, float] | None:
     return None
 
 
+# The peak an fp8 run's MFU is measured against: the dense bf16 peak, so that an fp8 run's MFU
+# compares with a bf16 run's on the same model FLOPs (fp8 tensor cores peak at twice that; the
+# "fp8" entries above are that peak, for reference and for ``supports_fp8``).
+FP8_MFU_BASIS = "bf16"
+
+
+def supports_fp8(device_name: str) -> bool:
+    """Whether the device has fp8 tensor cores (Hopper and newer rows of the table)."""
+    row = peak_entry(device_name)
+    return row is not None and "fp8" in row
+
+
 def peak_flops(device_name: str, precision: str, *, tf32_for_fp32: bool = True) -> float | None:
     """Dense peak FLOP/s of one device at ``precision``; ``None`` when not in the table.
 
     With ``tf32_for_fp32`` an fp32 run is measured against the TF32 tensor-core peak where the
     device has one, because the harness's training scripts allow TF32 for fp32 matrix products.
+    An fp8 run is measured against the ``FP8_MFU_BASIS`` (bf16) peak.
     """
     row = peak_entry(device_name)
     if row is None:
         return None
+    if precision == "fp8":
+        return row.get(FP8_MFU_BASIS) if "fp8" in row else None
     if precision == "fp32" and tf32_for_fp32 and "tf32" in row:
         return row["tf32"]
     return row.get(precision)

@@ -116,3 +116,17 @@ def _start_monitor(context: RunContext, interval: float):
         nvml.nvmlShutdown()
         return None
     return monitor, nvml, name
+
+
+@hookimpl
+def unsupported_reason(context: RunContext) -> str | None:
+    if context.config.settings.precision != "fp8":
+        return None
+    from harness_nvidia.peak_flops import supports_fp8
+
+    names = sorted({d.name for d in context.devices.devices[: context.config.settings.nproc]})
+    lacking = [name for name in names if not supports_fp8(name)]
+    if lacking:
+        return (f"fp8 training needs fp8 tensor cores (Hopper or newer); {', '.join(lacking)} "
+                "has none: use --precision bf16")
+    return None

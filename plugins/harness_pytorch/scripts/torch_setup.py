@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import sys
 from dataclasses import dataclass
 from typing import Callable
@@ -52,3 +53,24 @@ def run_and_exit(main: Callable[[], int]) -> None:
     sys.stdout.flush()
     sys.stderr.flush()
     os._exit(exit_code)
+
+
+def peak_memory_mb(device: torch.device, world: int = 1) -> tuple[float, str]:
+    """This run's peak memory in MiB, the max over ranks, and what it measures: the framework's
+    allocator peak on a GPU, the process's peak resident memory on the CPU. Collective when
+    ``world > 1``: every rank calls it."""
+    if device.type == "cuda":
+        peak, source = torch.cuda.max_memory_allocated(device) / 2**20, "cuda max allocated"
+    else:  # ru_maxrss is in KiB on Linux
+        peak, source = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process max RSS"
+    if world > 1:
+        reduced = torch.tensor([peak], device=device)
+        dist.all_reduce(reduced, op=dist.ReduceOp.MAX)
+        peak = float(reduced)
+    return peak, source
+
+
+def peak_memory_line(device: torch.device, world: int = 1) -> str:
+    """The peak-memory line harness's parsers read (Megatron style), for every script."""
+    peak, source = peak_memory_mb(device, world)
+    return f"peak memory (MB): {peak:.1f} ({source}, max over ranks)"

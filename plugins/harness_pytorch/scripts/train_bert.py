@@ -25,7 +25,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from bert_hdf5 import BertSamples
 from dll import dll
 from lr_schedule import lr_at
-from torch_setup import read_config, run_and_exit, start_runtime
+from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -170,6 +170,9 @@ def main() -> int:
         dll("", [("e2e_train_time", f"{end - e2e_start:.3f}", "s"),
                  ("training_sequences_per_second", f"{global_batch * measured / raw:.2f}", "sequences/s"),
                  ("final_loss", f"{value:.5f}", "None"), ("raw_train_time", f"{raw:.3f}", "s")])
+    memory = peak_memory_line(device, world)
+    if rank == 0:
+        log(f"> {memory}")
         log("> training finished")
     if world > 1:
         dist.barrier()  # leave together

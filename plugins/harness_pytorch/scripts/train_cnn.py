@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import resource
 import time
 from contextlib import nullcontext
 
@@ -24,7 +23,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from cnn_models import build_model, trainable_parameters
 from dll import dll
 from lr_schedule import lr_at
-from torch_setup import read_config, run_and_exit, start_runtime
+from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 from image_records import ImageRecords
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -139,10 +138,9 @@ def main() -> int:
                 ("train.compute_ips", f"{global_batch / max(elapsed - data_time, 1e-9):.2f}", "images/s"),
                 ("train.total_ips", f"{global_batch / elapsed:.2f}", "images/s"),
                 ("train.lr", f"{lr:.6f}", None), ("train.data_time", f"{data_time:.5f}", "s")])
+    memory = peak_memory_line(device, world)
     if rank == 0:
-        peak = (torch.cuda.max_memory_allocated(device) / 2**20 if device.type == "cuda"
-                else resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-        log(f"> peak memory (MB): {peak:.1f} ({'cuda max allocated' if device.type == 'cuda' else 'process max RSS'}, rank 0)")
+        log(f"> {memory}")
         log("> training finished")
     if world > 1:
         dist.barrier()  # leave together

@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import math
 import os
-import resource
 import sys
 import time
 from contextlib import nullcontext
@@ -20,22 +19,18 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
-from torch_setup import read_config, run_and_exit, start_runtime
+from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 from gpt_model import GPT, model_flops_per_token
 from lr_schedule import lr_at
 
-DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
+# fp8 runs the block matrix products in float8 (fp8_training.py) and the rest in bf16 autocast.
+DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.bfloat16}
 
 
 def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def peak_memory_mb(device: torch.device) -> tuple[float, str]:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**20, "cuda max allocated"
-    # ru_maxrss is in KiB on Linux: the process's peak resident memory.
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process max RSS"
 
 
 def split_weight_decay(model: torch.nn.Module) -> tuple[list, list]:
@@ -152,6 +147,9 @@ def main() -> int:
     if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         log("error: bf16 is not supported on this GPU; use --precision fp16 or fp32")
         return 2
+    if precision == "fp8" and (device.type != "cuda" or torch.cuda.get_device_capability(device) < (8, 9)):
+        log("error: fp8 training needs a GPU with fp8 tensor cores (compute capability 8.9 or newer)")
+        return 2
     offload = str(p.get("offload", "none"))
     if offload not in ("none", "cpu"):
         log(f"error: offload must be none or cpu; got {offload!r}")
@@ -176,6 +174,12 @@ def main() -> int:
             betas=(p["adam_beta1"], p["adam_beta2"]), eps=1e-8, weight_decay=p["weight_decay"])
         model.residual_dtype = torch.float32
     model = model.to(device)
+    if precision == "fp8":
+        from fp8_training import convert_linears_to_float8
+
+        swapped = convert_linears_to_float8(model)
+        if rank == 0:
+            log(f"> fp8: {swapped} block linears on torchao float8 (tensorwise scaling)")
     if p.get("compile"):
         model.compile_layers()
     model, parallel = wrap_parallel(model, p, device, world, precision)
@@ -294,13 +298,9 @@ def main() -> int:
             interval_loss = 0.0
             interval_start = time.perf_counter()
     attention.__exit__(None, None, None)
-    peak_mb, source = peak_memory_mb(device)
-    if world > 1:
-        peak = torch.tensor([peak_mb], device=device)
-        dist.all_reduce(peak, op=dist.ReduceOp.MAX)
-        peak_mb = float(peak)
+    memory = peak_memory_line(device, world)
     if rank == 0:
-        log(f"[Rank 0] (after {max_steps} iterations) peak memory (MB): {peak_mb:.1f} ({source}, max over ranks)")
+        log(f"[Rank 0] (after {max_steps} iterations) {memory}")
         log("> training finished")
     if world > 1:
         dist.barrier()  # leave together

@@ -127,3 +127,18 @@ def test_resnet_old_img_per_s_lines_with_mpi_prefix(tmp_path):
     parsed = PyTorchDLEFormat().parse_file(write(tmp_path, text))
     assert parsed.steps[0].throughput == 21193.44 and parsed.unit == "images/s"
     assert PyTorchDLEFormat().detect(text)
+
+
+@pytest.mark.parametrize("fmt", ["dllogger", "pytorch_dle"])
+def test_harness_peak_memory_line_is_the_framework_peak(tmp_path, fmt):
+    from harness_pytorch.dllogger_log import DLLoggerFormat, PyTorchDLEFormat
+
+    lines = {
+        "dllogger": "DLL 2023-07-28 14:23:09.889653 - Training Epoch: 0 Training Iteration: 1  average_loss : 11.18",
+        "pytorch_dle": "DLL 2023-08-04 05:46:28.892809 - Epoch: 0 Iteration: 1  train.loss : 7.8 None "
+                       "train.total_ips : 365.85 images/s",
+    }
+    log = tmp_path / "train.log"
+    log.write_text(lines[fmt] + "\n> peak memory (MB): 1536.0 (cuda max allocated, max over ranks)\n")
+    parser = DLLoggerFormat() if fmt == "dllogger" else PyTorchDLEFormat()
+    assert parser.parse_file(log).peak_memory_bytes == 1536 * 2**20
