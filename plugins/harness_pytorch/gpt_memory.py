@@ -9,7 +9,8 @@ parameter count from the model's shape (tied embeddings counted once). Component
 - optimizer states: AdamW's two fp32 moments (8N), sharded by FSDP2; none with ``offload=cpu``
   (master weights and moments live in host memory);
 - compute-dtype weight copies: autocast's bf16/fp16 casts of every matrix, saved for backward
-  (2N); FSDP2 gathers them instead (2N unsharded for stages 1/2, two blocks' worth for stage 3);
+  (2N; fp8 casts, N, with ``precision=fp8``); FSDP2 gathers them instead (2N unsharded for
+  stages 1/2, two blocks' worth for stage 3);
 - activations of one micro-batch: ``ACTIVATION_BYTES[recompute]`` bytes per token, per layer
   and per hidden unit (b·s·h·L) in bf16/fp16, twice that in fp32; with full recompute, each
   block's fp32 input plus one block's full activations;
@@ -17,8 +18,9 @@ parameter count from the model's shape (tied embeddings counted once). Component
   vocabulary entry (b·s·V).
 
 The coefficients are measured, not derived: on one H200 (2026-11-21) gpt3_6.7B at micro batch
-2 peaked at 129.6 GiB allocated (estimate 128.6) and gpt3_1.3B at micro batch 8 with
-accumulation at 49.6 GiB (estimate 52.2). BENCHMARKS.md keeps estimate against measured peak.
+2 peaked at 129.6 GiB allocated (estimate 128.5) and gpt3_1.3B at micro batch 8 with
+accumulation at 49.6 GiB (estimate 52.2). BENCHMARKS.md keeps estimate against measured peak
+for every GPT run since (H100 and H200).
 """
 
 from __future__ import annotations
@@ -28,7 +30,11 @@ from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
 # Bytes per b·s·h·L of saved activations in a compiled block with flash attention, bf16.
 ACTIVATION_BYTES = {"none": 30.0, "selective": 14.0, "full": 4.0}
 LOGIT_BYTES = 10.0  # bf16 logits (2) + fp32 copy for the loss (4) + its fp32 gradient (4)
-COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
+COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}  # fp8 runs bf16 autocast around fp8 GEMMs
+# fp8 (torchao tensorwise): the block matrices' saved casts are fp8 (1 byte, N), and the
+# activations saved for backward shrink to this fraction of bf16's. Measured, one point: gpt3_6.7B
+# micro batch 2 on one H200, 2026-11-23, run 7ff2: 111.7 GiB allocated at the peak.
+FP8_ACTIVATION_FRACTION = 0.3
 # Relative speed of each choice, used only to order the candidates (fastest first).
 RECOMPUTE_SPEED = {"none": 1.0, "selective": 0.93, "full": 0.75}
 HALVED_BATCH_SPEED = 0.96
@@ -60,9 +66,10 @@ def estimate(p: dict, *, precision: str, micro_batch: int, world: int, offload: 
     else:
         weights = 4 * n // (world if stage >= 3 else 1)
         grads, states = 4 * n // shard, 8 * n // shard
-        copies = 0 if compute == 4 else (2 * 2 * block if stage >= 3 else 2 * n)
+        per_weight = 1 if precision == "fp8" else 2
+        copies = 0 if compute == 4 else (2 * per_weight * block if stage >= 3 else per_weight * n)
         formula = "4N weights + 4N gradients + 8N AdamW" + (f" over {shard} shards" if shard > 1 else "")
-    scale = 1.0 if compute == 2 else 2.0
+    scale = (FP8_ACTIVATION_FRACTION if precision == "fp8" else 1.0) if compute == 2 else 2.0
     tokens = micro_batch * seq
     if recompute == "full":
         act = tokens * h * layers * ACTIVATION_BYTES["full"] + tokens * h * ACTIVATION_BYTES["none"] * scale

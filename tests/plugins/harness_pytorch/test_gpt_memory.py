@@ -1,0 +1,52 @@
+"""The GPT memory estimate against the peaks measured on GPUs, and the plan it gives an H100."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.memory_planner import usable_bytes
+from harness.models.config import RunSettings
+from harness_cases.gpt_cases import gpt3_case
+from harness_pytorch.gpt_memory import estimate, gpt_parameters, memory_plan
+
+GIB = 2**30
+H100_BYTES = 81559 * 2**20  # NVML total of "NVIDIA H100 80GB HBM3"
+
+
+def params(case: str) -> dict:
+    return dict(gpt3_case(case).params)
+
+
+def test_parameter_count_is_the_model_s():
+    assert gpt_parameters(params("gpt3_6.7B")) == 6_658_596_864  # train_gpt.py's own count
+    assert gpt_parameters(params("gpt3_1.3B")) == 1_315_819_520
+
+
+# torch.cuda.max_memory_allocated of runs recorded in benchmarks/results/gpu_*_2026-11-23/.
+@pytest.mark.parametrize("case, precision, mbs, offload, measured_mib", [
+    ("gpt3_6.7B", "bf16", 2, "none", 132_659.5),  # H200, run 20c8
+    ("gpt3_6.7B", "bf16", 2, "cpu", 56_480.2),    # H100 481e and H200 a93f
+    ("gpt3_6.7B", "fp8", 2, "none", 114_425.1),   # H200, run 7ff2
+    ("gpt3_1.3B", "bf16", 8, "none", 50_747.4),   # H200, run 105c
+])
+def test_estimate_is_within_ten_percent_of_the_measured_peak(case, precision, mbs, offload, measured_mib):
+    got = estimate(params(case), precision=precision, micro_batch=mbs, world=1, offload=offload,
+                   recompute="none")
+    assert got.total_bytes == sum(got.components.values())
+    assert got.total_bytes / (measured_mib * 2**20) == pytest.approx(1.0, abs=0.10)
+
+
+def test_an_h100_gets_the_host_optimizer_for_gpt3_6_7b():
+    settings = RunSettings(precision="bf16", micro_batch_size=2, grad_accum_steps=4)
+    plan = memory_plan(params("gpt3_6.7B"), settings, usable_hint=usable_bytes(H100_BYTES))
+    assert plan.candidates[0].overrides == {}  # the config as resolved comes first
+    fitting = [c for c in plan.candidates if c.estimate.total_bytes <= usable_bytes(H100_BYTES)]
+    assert fitting[0].overrides == {"offload": "cpu", "grad_accum_steps": 64}
+    assert any("2 GPUs" in hint for hint in plan.hints)
+
+
+def test_no_offload_alternatives_with_several_processes_or_fp16():
+    for settings in (RunSettings(precision="bf16", micro_batch_size=2, nproc=2),
+                     RunSettings(precision="fp16", micro_batch_size=2)):
+        plan = memory_plan(params("gpt3_6.7B"), settings)
+        assert all("offload" not in c.overrides for c in plan.candidates)
