@@ -437,8 +437,9 @@ def parse_log(context: RunContext, log_path: Path) -> ParsedLog | None:
 def memory_plan(context: RunContext, device_memory_bytes: int) -> MemoryPlan | None:
     """Estimate the peak memory ONE device needs for ``context``'s run, and alternatives.
 
-    Answer for the model/framework you own (the framework plugin knows what its training
-    script keeps on the device); return ``None`` otherwise and the run starts unplanned.
+    Called on the plugin that registered ``context.framework`` (it knows what its training
+    script keeps on the device); return ``None`` for a model you do not estimate and the run
+    starts unplanned.
     ``device_memory_bytes`` is the smallest total memory of the devices the run uses.
 
     Return a ``MemoryPlan`` whose first candidate is the config as resolved (empty
@@ -447,11 +448,13 @@ def memory_plan(context: RunContext, device_memory_bytes: int) -> MemoryPlan | N
     smaller, the optimizer in device memory before host memory). The core's memory planner
     keeps the first candidate that fits the device (less an allocator and context reserve),
     never changes a key the user set on the command line, and refuses the run in one line,
-    before launching anything, when none fits, quoting ``hints`` (layouts that would fit)::
+    before launching anything, when none fits, quoting ``hints`` (layouts that would fit).
+
+    Example::
 
         @hookimpl
         def memory_plan(context, device_memory_bytes):
-            if context.framework != "myframework" or context.case.model != "gpt":
+            if context.case.model != "gpt":
                 return None
             current = MemoryEstimate(total_bytes=..., components={...}, formula="16N + ...")
             offload = MemoryEstimate(total_bytes=..., components={...}, formula="6N + ...")
