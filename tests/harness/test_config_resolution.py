@@ -51,7 +51,7 @@ def test_config_hash_changes_with_values_not_with_sources():
     ({"learning_rate": "fast"}, "expected a value of type float"),
     ({"compile": "maybe"}, "expected a value of type bool"),
     ({"hidden_size": "1024"}, "identifies case 'gpt3_6.7B' and cannot be overridden"),
-    ({"precision": "fp8"}, "invalid value for 'precision'"),
+    ({"precision": "fp4"}, "invalid value for 'precision'"),
 ])
 def test_bad_overrides_are_user_errors(pairs, message):
     with pytest.raises(UserInputError, match=message):

@@ -38,8 +38,8 @@ def test_every_command_names_the_results_folder_alike(command):
 
 def test_precision_choices_reach_the_help_of_run_and_sweep():
     app = build_app()
-    assert "<fp32|fp16|bf16>" in CliRunner().invoke(app, ["run", "--help"], terminal_width=200).output
-    assert "fp32,fp16,bf16" in CliRunner().invoke(app, ["sweep", "--help"], terminal_width=200).output
+    assert "<fp32|fp16|bf16|fp8>" in CliRunner().invoke(app, ["run", "--help"], terminal_width=200).output
+    assert "fp32,fp16,bf16,fp8" in CliRunner().invoke(app, ["sweep", "--help"], terminal_width=200).output
 
 
 def test_split_list():

@@ -85,7 +85,7 @@ def test_duplicates_are_dropped():
     ("[matrix]\ncase = 'c'\n", "must be a non-empty list"),
     ("[matrix]\nbogus = [1, 2]\n", "must be tables of fields"),
     ("[matrix]\ncolumn = [{ precisoin = 'fp32' }]\n", "unknown field(s) precisoin"),
-    ("[matrix]\nprecision = ['fp8']\n", "invalid 'precision'"),
+    ("[matrix]\nprecision = ['fp4']\n", "invalid 'precision'"),
     ("[matrix]\nnproc = [0]\n", "invalid 'nproc'"),
     ("[sweeps]\n", "unknown top-level table"),
     ("[[group]]\n[group.matrix]\ncase=['c']\n", "needs a name"),
