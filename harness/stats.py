@@ -33,6 +33,30 @@ def after_warmup(values: Sequence[T], skip: int) -> Sequence[T]:
     return values[skip:] if len(values) > skip else values[-1:]
 
 
+def first_record_after_warmup(steps: Sequence[int], skip_iterations: int) -> int:
+    """Index of the first record whose iterations all lie past the warm-up.
+
+    ``steps[i]`` is the last training iteration record ``i`` covers; it covers the iterations
+    after the previous record's (the first record: as many as the gap to the second). Warm-up
+    is the first ``skip_iterations`` iterations the log covers (a resumed run warms up again),
+    so with a record every 10 iterations a warm-up of 10 iterations skips one record, not ten.
+    Returns ``len(steps) - 1`` when no record lies wholly past the warm-up (the last record
+    is kept, so a short log still yields a figure), and 0 for no warm-up.
+    """
+    count = len(steps)
+    if count == 0 or skip_iterations <= 0:
+        return 0
+    first_gap = steps[1] - steps[0] if count > 1 and steps[1] > steps[0] else 1
+    base = steps[0] - first_gap  # the iteration before the first one the log covers
+    threshold = base + skip_iterations
+    if base >= threshold:
+        return 0
+    for index in range(1, count):
+        if steps[index - 1] >= threshold:
+            return index
+    return count - 1
+
+
 def mean_after_warmup(values: Sequence[float], skip: int) -> float | None:
     """Arithmetic mean of the values after the warm-up; None for no values."""
     kept = after_warmup(values, skip)

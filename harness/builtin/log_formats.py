@@ -8,6 +8,7 @@ from harness import hookimpl
 @hookimpl
 def register_log_formats(register) -> None:
     from harness.logformats.flagperf import FlagPerfFormat
+    from harness.logformats.keras import KerasTimeHistoryFormat
     from harness.logformats.keyword import KeywordFormat
     from harness.logformats.megatron import MegatronFormat
     from harness.logformats.mllog import MLLogFormat
@@ -17,5 +18,6 @@ def register_log_formats(register) -> None:
     register(MLLogFormat())
     register(TFBertFormat())
     register(TFResNetFormat())
+    register(KerasTimeHistoryFormat())
     register(KeywordFormat())
     register(MegatronFormat())

@@ -25,15 +25,25 @@ The format is detected from the first characteristic line (--format forces one; 
 
 \b
 Methods (--method; each format has a default):
-  harness         skip --skip records (default 10), mean of the rest; median/p5/p95/CV too
-  trimmed         skip --skip (default 10), sort, drop --trim (default 5) from each end, mean
+  harness         skip --skip warm-up iterations (default 10), mean of the records whose
+                  iterations all lie past it; median/p5/p95/CV too
+  trimmed         skip --skip iterations (default 10), sort, drop --trim (default 5) from
+                  each end, mean
   harmonic-epoch  harmonic mean of per-epoch throughput after --skip epochs (default 1)
-  framework       the final figure the framework printed itself
+  framework       the final figure the framework printed itself (the field is named)
   last            the last logged step (FlagPerf's Megatron cases)
   analysis-py     keyword mode: the seeds' analysis.py (mean of records, then convert)
 
-Per-GPU figures (e.g. the rank-0 log of a Paddle job) are multiplied by --gpus, or by the
-GPU count the log states.
+Warm-up is counted in training iterations: with a record every 10 iterations, --skip 10
+leaves out one record. --skip-records N counts it in logged records instead. The result
+names the records used; a figure resting on one or two records carries a warning.
+
+GPU count, precision, batch size and sequence length come from the flags, else from the
+log (DLLogger parameters, Megatron's argument dump, Namespace(num_gpus=8, ...), launcher
+lines), else from the file name (N1C8, gpu8, 8xA100, bs96, fp16); the result says where
+each came from. Per-GPU figures (e.g. the rank-0 log of a Paddle job) are multiplied by
+that GPU count. MLPerf logs also give the time to train (run_start to run_stop) and their
+status from run_stop. A log cut mid-line or without its end-of-run marker is flagged.
 
 \b
 Examples:
@@ -54,6 +64,11 @@ class MethodChoice(str, Enum):
     analysis_py = "analysis-py"
 
 
+class KeywordScope(str, Enum):
+    per_gpu = "per-gpu"
+    global_ = "global"
+
+
 class TimeUnitChoice(str, Enum):
     s = "s"
     ms = "ms"
@@ -70,7 +85,9 @@ def register(app: typer.Typer, state) -> None:
         method: Annotated[Optional[MethodChoice], typer.Option(
             help="Aggregation method; default: the format's own.")] = None,
         skip: Annotated[Optional[int], typer.Option(
-            min=0, help="Warm-up records (epochs for harmonic-epoch) left out.")] = None,
+            min=0, help="Warm-up training iterations left out (epochs for harmonic-epoch).")] = None,
+        skip_records: Annotated[Optional[int], typer.Option(
+            min=0, help="Warm-up counted in logged records instead of iterations.")] = None,
         trim: Annotated[Optional[int], typer.Option(
             min=0, help="trimmed: records dropped from each end after sorting.")] = None,
         gpus: Annotated[Optional[int], typer.Option(
@@ -102,6 +119,9 @@ def register(app: typer.Typer, state) -> None:
             min=1, help="Keyword mode: per-GPU batch size for modes 0 and 3.")] = None,
         time_unit: Annotated[TimeUnitChoice, typer.Option(
             help="Keyword mode: unit of time records (modes 0 and 2).")] = TimeUnitChoice.s,
+        keyword_scope: Annotated[Optional[KeywordScope], typer.Option(
+            help="Keyword mode -1: values are per GPU (multiplied by the GPU count; the default, "
+                 "as analysis.py) or the job's global figure (taken as printed).")] = None,
         ips_unit: Annotated[Optional[str], typer.Option(
             help="Keyword mode -1: unit of the values (default samples/s).")] = None,
         separator: Annotated[Optional[str], typer.Option(
@@ -122,8 +142,11 @@ def register(app: typer.Typer, state) -> None:
             return 0
         if not logs:
             raise UserInputError("give at least one log file: harness parse LOG... (see --help)")
-        if keyword is None and (base_batch_size or skip_steps is not None or model_mode != -1):
-            raise UserInputError("--skip-steps/--model-mode/--base-batch-size belong to keyword mode: add --keyword")
+        if keyword is None and (base_batch_size or skip_steps is not None or model_mode != -1
+                                or keyword_scope is not None):
+            raise UserInputError("--skip-steps/--model-mode/--base-batch-size/--keyword-scope belong to keyword mode: add --keyword")
+        if skip_records is not None and (skip is not None or skip_steps is not None):
+            raise UserInputError("--skip-records replaces --skip: give one of them")
         if skip is not None and skip_steps is not None and skip != skip_steps:
             raise UserInputError("--skip and --skip-steps disagree; give one of them")
         keyword_options = {}
@@ -131,6 +154,7 @@ def register(app: typer.Typer, state) -> None:
             if format_ not in (None, "keyword"):
                 raise UserInputError(f"--keyword is keyword mode; it cannot be combined with --format {format_}")
             keyword_options = {"keyword": keyword, "model_mode": model_mode,
+                               "keyword_scope": (keyword_scope or KeywordScope.per_gpu).value,
                                "base_batch_size": base_batch_size, "time_unit": time_unit.value,
                                "ips_unit": ips_unit, "separator": separator, "position": position}
         outcomes = []
@@ -138,6 +162,7 @@ def register(app: typer.Typer, state) -> None:
             request = ParseRequest(
                 path=path, format=format_, method=method.value if method else None,
                 skip=skip if skip is not None else skip_steps, trim=trim, gpus=gpus,
+                skip_records=skip_records,
                 batch_size=batch_size or base_batch_size, seq_len=seq_len,
                 precision=precision.value if precision else None, case=case,
                 framework=framework, vendor=vendor, format_options=keyword_options,
@@ -174,6 +199,10 @@ def _print_outcome(outcome, ingest_message: str | None) -> None:
         t = result.throughput
         lines.append(f"  FINAL_RESULT {t.value:,.3f} {t.unit} ({t.per_device:,.3f} per GPU x {result.nproc})")
         lines.append(f"  method {t.method}")
+        if t.field:
+            lines.append(f"  field {t.field} (the figure the framework printed)")
+        if t.records_used is not None and t.first_step_used is not None:
+            lines.append(f"  records used: {t.records_used}, iterations {t.first_step_used}..{t.last_step_used}")
     agg = outcome.aggregate
     if agg is not None and agg.median is not None:
         lines.append(f"  spread of the records used: median {agg.median:,.3f}  p5 {agg.p5:,.3f}  "
@@ -181,14 +210,26 @@ def _print_outcome(outcome, ingest_message: str | None) -> None:
     if result.step_time:
         s = result.step_time
         lines.append(f"  step time: mean {s.mean:.4f} s  median {s.median:.4f} s  CV {s.cv:.2%} (n={s.n})")
+    if result.time_to_train_min is not None:
+        lines.append(f"  time to train {result.time_to_train_min:,.3f} min (run_start to run_stop)")
+    if result.log_summary is not None and result.log_summary.sources:
+        lines.append("  read from: " + "; ".join(f"{k} {_fact(result, k)} <- {v}"
+                                                 for k, v in result.log_summary.sources.items()))
     if result.loss_first is not None:
         lines.append(f"  loss {result.loss_first:.4g} -> {result.loss_final:.4g}")
     if result.peak_memory_bytes:
         lines.append(f"  peak memory {result.peak_memory_bytes / 2**20:,.0f} MiB")
     lines.append(f"  status {result.status}" + (f": {result.failure_reason}" if result.failure_reason else ""))
+    for warning in result.warnings:
+        lines.append(f"  WARNING: {warning}")
     for note in outcome.notes:
         lines.append(f"  note: {note}")
     if ingest_message:
         lines.append(f"  {ingest_message}")
     typer.echo("\n".join(lines))
     typer.echo(json.dumps(outcome.legacy.model_dump(), ensure_ascii=False, indent=1))
+
+
+def _fact(result, name: str):
+    return {"gpus": result.nproc, "precision": result.precision, "batch_size": result.micro_batch_size,
+            "seq_len": (result.log_summary.meta.get("seq_len") if result.log_summary else None)}.get(name)

@@ -30,19 +30,19 @@ _PER_SECOND_UNITS = {
 }
 
 
-def rate_of(values: dict[str, Any]) -> tuple[float, str] | None:
-    """The (value, unit) of the first throughput-like entry of a PerfLog value dict."""
+def rate_of(values: dict[str, Any]) -> tuple[float, str | None, str] | None:
+    """The (value, unit, key) of the first throughput-like entry of a PerfLog value dict."""
     for key, value in values.items():
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             continue
         lowered = key.lower()
         if lowered.endswith("/s") or lowered.endswith("/sec"):
-            return float(value), normalise_unit(lowered)
+            return float(value), normalise_unit(lowered), key
         if "per_second" in lowered:
             noun = next((u for n, u in _PER_SECOND_UNITS.items() if n in lowered), "samples/s")
-            return float(value), noun
+            return float(value), noun, key
         if lowered in ("throughput", "ips", "tps", "avg_ips"):
-            return float(value), None
+            return float(value), None, key
     return None
 
 
@@ -68,8 +68,10 @@ class FlagPerfParser(RecordingParser):
             return None
         rate = rate_of(values)
         if name == "FINISHED" or name == "TRAIN_END":
+            self.meta["run_complete"] = True
             if rate:
                 self.framework_reported = rate[0]
+                self.meta["framework_field"] = f"{name} {rate[2]}"
                 self.unit = rate[1] or self.unit
             if values.get("converged") is False:
                 self.meta["converged"] = False

@@ -8,6 +8,7 @@ separated token right after the token equal to ``keyword`` (or the token at ``po
 mode  record is                FINAL_RESULT
 ====  =======================  ==========================================
 -1    throughput per device    mean x gpus, unit given by ``ips_unit``
+     (``keyword_scope=global``: the job's throughput, taken as printed)
 0     seconds per step         batch x gpus / mean  (samples/s)
 1     steps per second         mean                 (steps/s)
 2     seconds per step         1 / mean             (steps/s)
@@ -40,7 +41,7 @@ class KeywordParser(RecordingParser):
     def __init__(self, keyword: str | None = None, model_mode: int = -1,
                  base_batch_size: int | None = None, time_unit: str = "s",
                  ips_unit: str | None = None, separator: str | None = None,
-                 position: int | None = None, **hints: Any):
+                 position: int | None = None, keyword_scope: str = "per-gpu", **hints: Any):
         super().__init__(**hints)
         if not keyword:
             raise UserInputError("keyword mode needs --keyword: the text that precedes each value")
@@ -58,8 +59,13 @@ class KeywordParser(RecordingParser):
         self.position = position
         self.unit = {-1: ips_unit or "samples/s", 0: "samples/s", 1: "steps/s", 2: "steps/s",
                      3: "samples/s", 4: "s/epoch"}[model_mode]
-        self.scope = PER_DEVICE if model_mode == -1 else TOTAL
-        self.meta.update(keyword=keyword, keyword_mode=model_mode)
+        if keyword_scope not in ("per-gpu", "global"):
+            raise UserInputError(f"--keyword-scope {keyword_scope!r} is not one of per-gpu, global")
+        # Mode -1 values are per GPU by default (analysis.py multiplies them by the GPU count);
+        # logs that print the job's total say --keyword-scope global and are taken as printed.
+        self.global_values = keyword_scope == "global"
+        self.scope = PER_DEVICE if model_mode == -1 and not self.global_values else TOTAL
+        self.meta.update(keyword=keyword, keyword_mode=model_mode, keyword_scope=keyword_scope)
 
     def _token(self, line: str) -> str | None:
         words = line.strip().split(self.separator) if self.separator else line.split()
@@ -93,7 +99,7 @@ class KeywordParser(RecordingParser):
         if self.mode == 3:
             return self.record(throughput=(self.batch_size or 0) * gpus * value)
         if self.mode == -1:
-            return self.record(throughput=self.scaled(value))
+            return self.record(throughput=value if self.global_values else self.scaled(value))
         return self.record(throughput=value)
 
 

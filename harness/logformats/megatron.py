@@ -134,7 +134,7 @@ class MegatronParser(LogParser):
             steps=self.steps,
             peak_memory_bytes=int(self.peak_mb * 2**20) if self.peak_mb else None,
             errors=self.errors,
-            meta=self.meta,
+            meta={**self.meta, **({} if self.seq_len else {"per_sample_throughput": True})},
         )
 
 

@@ -10,14 +10,33 @@
     :::MLLOG {..., "event_type": "INTERVAL_END", "key": "epoch_stop", "metadata": {"epoch_num": 1}}
     :::MLLOG {..., "key": "run_stop", "metadata": {"status": "success"}}
 
-Steps come from ``tracked_stats`` / ``throughput`` entries; where a submission logs none,
-each epoch (or block) becomes a step with throughput = samples / interval time, using
-``train_samples`` (samples per epoch) and ``global_batch_size``. ``run_stop`` with a status
-other than ``success`` marks the run failed.
+What MLPerf publishes is the **time to train**: ``run_start`` to ``run_stop``, in minutes
+(``meta["time_to_train_min"]``); ``run_stop``'s ``status`` says whether the run converged
+(anything but ``success`` fails the result; no ``run_stop`` marks the log truncated).
+
+Throughput records, from what each benchmark logs:
+
+- ``tracked_stats`` / ``throughput`` entries (samples/s as the submission measured them);
+- else per-epoch intervals (``epoch_start``/``epoch_stop``): samples per epoch
+  (``train_samples`` logged before ``run_start``, the dataset size) / interval time;
+- else blocks (``block_start``/``block_stop``) of ``epoch_count`` epochs; ``epoch_count`` is
+  read from whichever of the two records carries it (submitters differ). Blocks are never
+  mixed with epochs: they overlap.
+- else (BERT and other benchmarks that log the samples trained as ``train_samples`` at the
+  end, after ``run_start``): one record, those samples / the training interval.
+
+A record's step is the training iteration it ends at where the global batch says so
+(samples / ``global_batch_size``), so warm-up is counted in iterations.
+
+Some submissions print the framework's own figure outside the MLLOG lines, e.g. NVIDIA's BERT
+``{'e2e_time': 1195.3, 'training_sequences_per_second': 2541.1, ...}``; it is the
+``framework`` method's figure, and its field is named.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any
 
 from harness.logformat import LogFormat
@@ -25,6 +44,9 @@ from harness.logparse.recorder import RecordingParser
 from harness.models import StepRecord
 
 MARKER = ":::MLLOG"
+_FRAMEWORK_FIGURE = re.compile(
+    r"['\"]?(training_sequences_per_second|training_samples_per_second|samples_per_second|"
+    r"throughput|avg_exp_per_second)['\"]?\s*[:=]\s*([\d.]+(?:[eE][-+]?\d+)?)")
 
 
 class MLLogParser(RecordingParser):
@@ -33,12 +55,27 @@ class MLLogParser(RecordingParser):
 
     def __init__(self, **hints: Any):
         super().__init__(**hints)
-        self._interval_start: dict[str, float] = {}
+        self.meta["end_marker"] = "run_stop"
+        self._open: dict[str, tuple[float, dict]] = {}
         self._samples_per_epoch: float | None = None
+        self._total_samples: float | None = None
         self._last_loss: float | None = None
         self._tracked = False
+        self._run_start: float | None = None
+        self._run_stop: float | None = None
+        self._epochs: list[tuple[float, float, dict]] = []  # (start_ms, stop_ms, metadata)
+        self._blocks: list[tuple[float, float, dict]] = []
+        self._global_batch: int | None = None
 
     def feed(self, line: str) -> StepRecord | None:
+        if MARKER not in line:
+            if "per_second" in line or "throughput" in line:
+                match = _FRAMEWORK_FIGURE.search(line)
+                if match:
+                    self.framework_reported = float(match.group(2))
+                    self.meta["framework_field"] = match.group(1)
+            self.check_failure(line)
+            return None
         entry = self.marked_json(line, MARKER)
         if entry is None:
             return None
@@ -46,28 +83,42 @@ class MLLogParser(RecordingParser):
         value = entry.get("value")
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
         time_ms = entry.get("time_ms")
-        if key == "global_batch_size" and isinstance(value, (int, float)):
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if key == "global_batch_size" and number:
+            self._global_batch = int(value)
             self.meta["global_batch_size"] = int(value)
-        elif key == "train_samples" and isinstance(value, (int, float)):
-            self._samples_per_epoch = float(value)
+        elif key == "train_samples" and number:
+            if self._run_start is None:
+                self._samples_per_epoch = float(value)  # the dataset, logged at init
+            else:
+                self._total_samples = float(value)  # the samples trained, logged at the end
             self.meta["train_samples"] = int(value)
         elif key in ("opt_base_learning_rate", "opt_learning_rate"):
             self.meta["learning_rate"] = value
-        elif key in ("train_loss", "loss") and isinstance(value, (int, float)):
+        elif key in ("train_loss", "loss") and number:
             self._last_loss = float(value)
-        elif key == "submission_benchmark":
-            self.meta["benchmark"] = value
+        elif key in ("submission_benchmark", "submission_org", "submission_platform", "submission_division"):
+            self.meta[key.replace("submission_", "")] = value
+        elif key == "run_start" and isinstance(time_ms, (int, float)):
+            self._run_start = float(time_ms)
         elif key == "run_stop":
             status = metadata.get("status")
             self.meta["run_status"] = status
+            self.meta["run_complete"] = True
+            if isinstance(time_ms, (int, float)):
+                self._run_stop = float(time_ms)
             if status not in (None, "success"):
                 self.error(f"MLPerf run_stop status: {status}")
         elif key in ("tracked_stats", "throughput"):
             return self._tracked_stats(value, metadata)
         elif key in ("epoch_start", "block_start") and isinstance(time_ms, (int, float)):
-            self._interval_start[key[:-6]] = float(time_ms)
+            self._open[key[:-6]] = (float(time_ms), metadata)
         elif key in ("epoch_stop", "block_stop") and isinstance(time_ms, (int, float)):
-            return self._interval(key[:-5], float(time_ms), metadata)
+            kind = key[:-5]
+            opened = self._open.pop(kind, None)
+            if opened is not None and time_ms > opened[0]:
+                merged = {**opened[1], **metadata}  # epoch_count on either record
+                (self._epochs if kind == "epoch" else self._blocks).append((opened[0], float(time_ms), merged))
         return None
 
     def _tracked_stats(self, value: Any, metadata: dict) -> StepRecord | None:
@@ -84,22 +135,57 @@ class MLLogParser(RecordingParser):
                            throughput=float(throughput),
                            loss=float(loss) if isinstance(loss, (int, float)) else self._last_loss)
 
-    def _interval(self, kind: str, end_ms: float, metadata: dict) -> StepRecord | None:
-        started = self._interval_start.pop(kind, None)
-        if self._tracked or started is None or not self._samples_per_epoch or end_ms <= started:
-            return None
-        epochs = metadata.get("epoch_count", 1) if kind == "block" else 1
-        seconds = (end_ms - started) / 1000.0
-        samples = self._samples_per_epoch * float(epochs or 1)
-        number = metadata.get("first_epoch_num", metadata.get("epoch_num"))
-        return self.record(step=int(number) if isinstance(number, (int, float)) else None,
-                           step_time_s=seconds, throughput=samples / seconds,
-                           samples=int(samples), loss=self._last_loss)
+    def _iterations(self, samples: float) -> int | None:
+        if self._global_batch:
+            return int(math.ceil(samples / self._global_batch))
+        return None
+
+    def _interval_records(self) -> None:
+        """Epoch (else block) intervals as records, once the whole log is known."""
+        if self._samples_per_epoch and (self._epochs or self._blocks):
+            intervals, kind = (self._epochs, "epoch") if self._epochs else (self._blocks, "block")
+            self.meta["throughput_records"] = f"{kind} intervals (train_samples per epoch / interval time)"
+            done = 0.0
+            for start, stop, metadata in intervals:
+                epochs = float(metadata.get("epoch_count") or 1) if kind == "block" else 1.0
+                samples = self._samples_per_epoch * epochs
+                seconds = (stop - start) / 1000.0
+                done += samples
+                iterations = self._iterations(done)
+                number = metadata.get("first_epoch_num", metadata.get("epoch_num"))
+                step = iterations if iterations is not None else (
+                    int(number + epochs - 1) if isinstance(number, (int, float)) else None)
+                self.record(step=step, step_time_s=seconds, throughput=samples / seconds,
+                            samples=int(samples), loss=self._last_loss)
+            return
+        if self._total_samples:
+            spans = self._blocks or self._epochs
+            if spans:
+                start, stop = spans[0][0], spans[-1][1]
+            elif self._run_start is not None and self._run_stop is not None:
+                start, stop = self._run_start, self._run_stop
+            else:
+                return
+            if stop <= start:
+                return
+            seconds = (stop - start) / 1000.0
+            self.meta["throughput_records"] = "train_samples trained / training time (one record)"
+            self.record(step=self._iterations(self._total_samples) or 1, step_time_s=seconds,
+                        throughput=self._total_samples / seconds, samples=int(self._total_samples),
+                        loss=self._last_loss)
+
+    def finish(self):
+        if not self._tracked:
+            self._interval_records()
+        if self._run_start is not None and self._run_stop is not None:
+            self.meta["time_to_train_min"] = (self._run_stop - self._run_start) / 60000.0
+        return super().finish()
 
 
 class MLLogFormat(LogFormat):
     name = "mllog"
-    description = "MLPerf ':::MLLOG {json}' lines (tracked_stats throughput, or epoch/block intervals)"
+    description = ("MLPerf ':::MLLOG {json}' lines: status and time to train from run_start/run_stop; "
+                   "throughput from tracked_stats, epoch or block intervals, or samples trained")
     unit = "samples/s"
     default_method = "harness"
 

@@ -40,6 +40,7 @@ class TFBertParser(RecordingParser):
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self._summary_seen = False
+        self.meta["end_marker"] = "the final throughput_train / Throughput Average line"
 
     def feed(self, line: str) -> StepRecord | None:
         if "DLL 2" in line and "throughput_train" in line:
@@ -52,6 +53,8 @@ class TFBertParser(RecordingParser):
             self.unit = normalise_unit(rec.units.get("throughput_train"), self.unit)
             if rec.kind != "step":
                 self.framework_reported = value
+                self.meta["framework_field"] = "throughput_train (summary)"
+                self.meta["run_complete"] = True
                 self._summary_seen = True
                 return None
             loss = rec.number("total_loss")
@@ -62,6 +65,8 @@ class TFBertParser(RecordingParser):
             # The training average comes first; a later one is the validation pass.
             if match and not self._summary_seen:
                 self.framework_reported = float(match.group(1))
+                self.meta["framework_field"] = "Throughput Average (sentences/sec)"
+                self.meta["run_complete"] = True
                 self._summary_seen = True
             return None
         self.check_failure(line)
@@ -89,6 +94,10 @@ class TFResNetParser(RecordingParser):
     format_name = "tensorflow_dle"
     default_unit = "images/s"
 
+    def __init__(self, **hints: Any):
+        super().__init__(**hints)
+        self.meta["end_marker"] = "the final train_throughput line"
+
     def feed(self, line: str) -> StepRecord | None:
         if "DLL 2" in line:
             if "total_ips" in line or "train_throughput" in line:
@@ -98,6 +107,8 @@ class TFResNetParser(RecordingParser):
                 final = rec.number("train_throughput")
                 if final is not None:
                     self.framework_reported = final
+                    self.meta["framework_field"] = "train_throughput"
+                    self.meta["run_complete"] = True
                     self.unit = normalise_unit(rec.units.get("train_throughput"), self.unit)
                     return None
                 value = rec.number("total_ips")

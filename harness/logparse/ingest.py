@@ -17,6 +17,7 @@ from harness import __version__
 from harness.errors import UserInputError
 from harness.logformat import LogFormat
 from harness.logparse.detect import detect_format
+from harness.logparse.metadata import Fact, facts_from_file_name
 from harness.logparse.methods import (
     Aggregate, MethodOptions, aggregate, canonical_method, is_per_device,
 )
@@ -28,8 +29,6 @@ from harness.result_builder import FinalResult, build_result, log_peak_memory, l
 from harness.results_io import atomic_write_text, legacy_file_name, legacy_index
 from harness.stats import step_time_stats
 
-_PRECISION_WORDS = (("bf16", "bf16"), ("fp16", "fp16"), ("amp", "fp16"), ("half", "fp16"),
-                    ("fp32", "fp32"), ("tf32", "fp32"))
 # Units whose FINAL_RESULT belongs to NLP (direction 1) rather than CV (direction 0).
 _NLP_UNITS = ("tokens/s", "sequences/s", "words/s")
 
@@ -41,8 +40,9 @@ class ParseRequest:
     path: Path
     format: str | None = None
     method: str | None = None
-    skip: int | None = None
+    skip: int | None = None  # warm-up iterations
     trim: int | None = None
+    skip_records: int | None = None  # warm-up records (replaces skip)
     gpus: int | None = None
     batch_size: int | None = None
     seq_len: int | None = None
@@ -76,14 +76,38 @@ def choose_format(registry: Registry, request: ParseRequest) -> LogFormat:
     return detect_format(request.path, registry.log_formats.items.values())
 
 
-def _precision(request: ParseRequest) -> str:
-    if request.precision:
-        return request.precision
-    name = request.path.name.lower()
-    for word, precision in _PRECISION_WORDS:
-        if word in name:
-            return precision
-    return "fp32"
+def _resolve_facts(request: ParseRequest, path: Path, parsed, streamed: StreamedLog) -> dict[str, Fact]:
+    """GPU count, precision, batch size and sequence length, each with where it came from:
+    the command line, else the format's own reading of the log, else a line of the log that
+    states it, else the file name, else a default."""
+    stated = streamed.stated
+    named = facts_from_file_name(path.name)
+    meta = parsed.meta
+    facts: dict[str, Fact] = {}
+
+    def pick(name: str, flag, meta_key: str | None) -> None:
+        if flag:
+            facts[name] = Fact(flag, f"--{name.replace('_', '-')} {flag}")
+        elif meta_key and meta.get(meta_key):
+            facts[name] = Fact(meta[meta_key], f"log ({parsed.format} format: {meta_key})")
+        elif name in stated:
+            facts[name] = stated[name]
+        elif name in named:
+            facts[name] = named[name]
+
+    pick("gpus", request.gpus, "gpus")
+    facts.setdefault("gpus", Fact(1, "default: 1 (not stated by the log or its file name)"))
+    pick("precision", request.precision, None)
+    facts.setdefault("precision", Fact("fp32", "default: fp32 (not stated by the log or its file name)"))
+    pick("batch_size", request.batch_size, "batch_size")
+    global_batch = meta.get("global_batch_size") or (stated["global_batch_size"].value
+                                                     if "global_batch_size" in stated else None)
+    if "batch_size" not in facts and global_batch:
+        gpus = int(facts["gpus"].value)
+        facts["batch_size"] = Fact(max(1, int(global_batch) // gpus),
+                                   f"global batch {global_batch} / {gpus} GPUs")
+    pick("seq_len", request.seq_len, None)
+    return facts
 
 
 def _default_case(path: Path) -> str:
@@ -124,18 +148,18 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
             "check --format, or use keyword mode with --keyword"
         )
 
-    # The GPU count: the command line, else what the log says, else 1 (said so in a note).
-    gpus = request.gpus or parsed.meta.get("gpus")
-    if not gpus:
-        gpus = 1
-        notes.append("GPU count not given and not in the log: assuming 1 (use --gpus)")
-    gpus = int(gpus)
+    facts = _resolve_facts(request, path, parsed, streamed)
+    sources = {name: fact.source for name, fact in facts.items()}
+    gpus = int(facts["gpus"].value)
+    if facts["gpus"].source.startswith("default"):
+        notes.append("GPU count not given, not stated by the log nor its file name: assuming 1 (use --gpus)")
 
     skip_used = 0
     agg: Aggregate | None = None
     if summary.count or parsed.framework_reported is not None:
         try:
-            agg = aggregate(method, parsed, summary, MethodOptions(skip=request.skip, trim=request.trim))
+            agg = aggregate(method, parsed, summary, MethodOptions(
+                skip=request.skip, trim=request.trim, skip_records=request.skip_records))
             skip_used = agg.skipped
         except UserInputError:
             if summary.count == 0 and parsed.errors:
@@ -146,20 +170,46 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
 
     unit = parsed.unit or fmt.unit or "samples/s"
     final = None
+    scope = None
     if agg is not None:
-        scale = gpus if is_per_device(parsed, method) else 1
-        if scale != 1:
-            notes.append(f"the log's throughput is per GPU: multiplied by {gpus} GPUs")
-        final = FinalResult(value=agg.value * scale,
-                            median=agg.median * scale if agg.median is not None else None,
+        factor = 1.0
+        per_device = is_per_device(parsed, method)
+        if parsed.meta.get("keyword_mode") == -1:
+            scope = "per-gpu" if per_device or parsed.meta.get("keyword_scope") == "per-gpu" else "global"
+            if scope == "per-gpu":
+                notes.append(f"keyword values read as per-GPU figures (the default; --keyword-scope global "
+                             f"for logs that print the job's total): multiplied by {gpus} GPUs")
+            else:
+                notes.append("keyword values read as the job's global figures (--keyword-scope global): "
+                             "not multiplied")
+        elif per_device:
+            scope = "per-gpu"
+            notes.append(f"the log's throughput is per GPU: multiplied by {gpus} GPUs ({sources['gpus']})")
+        else:
+            scope = "global"
+        if per_device:
+            factor *= gpus
+        seq_len = facts.get("seq_len")
+        if parsed.meta.get("per_sample_throughput") and unit == "samples/s" and seq_len is not None \
+                and request.seq_len is None:
+            # Megatron prints samples per iteration; tokens/s needs the sequence length.
+            factor *= int(seq_len.value)
+            unit = "tokens/s"
+            notes.append(f"samples/s x sequence length {seq_len.value} ({seq_len.source}) = tokens/s")
+        final = FinalResult(value=agg.value * factor,
+                            median=agg.median * factor if agg.median is not None else None,
                             method=f"{agg.method}: {agg.description}")
 
-    batch = request.batch_size or parsed.meta.get("batch_size")
-    global_batch = parsed.meta.get("global_batch_size")
-    if not batch and global_batch:
-        batch = max(1, int(global_batch) // gpus)
+    batch = facts["batch_size"].value if "batch_size" in facts else 0
     batch = int(batch) if batch else 0
-    precision = _precision(request)
+    precision = str(facts["precision"].value)
+    warnings = list(agg.warnings) if agg is not None else []
+    truncated = streamed.cut_mid_line or (
+        bool(parsed.meta.get("end_marker")) and not parsed.meta.get("run_complete"))
+    if truncated:
+        why = "it ends in the middle of a line" if streamed.cut_mid_line else \
+            f"it has no end-of-run marker ({parsed.meta.get('end_marker')})"
+        warnings.append(f"the log looks truncated: {why}")
     case_name = request.case or _default_case(path)
     case = _case_spec(registry, case_name, unit)
     framework = request.framework or getattr(fmt, "framework", None) or "unknown"
@@ -188,6 +238,20 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
         peak_memory_bytes=log_peak_memory(streamed), notes=notes,
         precision=precision, micro_batch_size=batch,
     )
+    if result.throughput is not None and agg is not None:
+        result.throughput = result.throughput.model_copy(update={
+            "records_used": agg.used, "first_step_used": agg.first_step, "last_step_used": agg.last_step,
+            "field": agg.field, "scope": scope})
+    if result.log_summary is not None:
+        meta = dict(result.log_summary.meta)
+        if "seq_len" in facts:
+            meta["seq_len"] = facts["seq_len"].value
+        result.log_summary = result.log_summary.model_copy(
+            update={"sources": sources, "truncated": truncated, "meta": meta})
+    ttt = parsed.meta.get("time_to_train_min")
+    result = result.model_copy(update={
+        "warnings": warnings,
+        "time_to_train_min": float(ttt) if isinstance(ttt, (int, float)) else None})
     legacy = legacy_index(result, case, log_file=str(path))
     return ParseOutcome(result=result, legacy=legacy, case=case, format=fmt.name, aggregate=agg,
                         streamed=streamed, notes=notes)

@@ -3,11 +3,13 @@
 =================  ==========================================================================
 method             rule
 =================  ==========================================================================
-``harness``        skip the first ``skip`` records (warm-up, default 10), arithmetic mean of
-                   the rest; median, p5/p95 and CV are reported alongside. The rule of
+``harness``        skip the first ``skip`` training iterations (warm-up, default 10): a record
+                   is used when every iteration it covers lies past the warm-up; arithmetic
+                   mean of the records used; median, p5/p95 and CV alongside. The rule of
                    ``harness run``.
-``trimmed``        skip ``skip`` (default 10), sort, drop ``trim`` (default 5) from each end,
-                   mean of the middle. The Paddle benchmark convention.
+``trimmed``        skip ``skip`` iterations (default 10) the same way, sort, drop ``trim``
+                   (default 5) from each end, mean of the middle. The Paddle benchmark
+                   convention (which counts its warm-up in records: ``skip_records``).
 ``harmonic-epoch`` harmonic mean of the per-epoch throughputs the log prints, after ``skip``
                    warm-up epochs (default 1). NVIDIA's DeepLearningExamples convention.
 ``framework``      the final figure the framework printed itself (e.g. DLLogger's
@@ -16,6 +18,9 @@ method             rule
 ``analysis-py``    the seeds' ``analysis.py``: mean of the raw records after ``skip``
                    (default 0), then converted (for time records: batch x gpus / mean time).
 =================  ==========================================================================
+
+``skip_records`` (``--skip-records``) counts the warm-up in logged records instead, for
+conventions written that way ("drop the first 10 records"); it replaces ``skip``.
 
 Default ``skip``/``trim`` values shrink to fit a log too short for them; values given
 explicitly never do (the method then refuses with a clear error instead).
@@ -28,13 +33,14 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Sequence
 
 from harness.errors import UserInputError
 from harness.logparse.recorder import PER_DEVICE
 from harness.logparse.summary import StepSummary
 from harness.models import ParsedLog
-from harness.stats import after_warmup, mean_after_warmup, spread
+from harness.stats import first_record_after_warmup, spread
 
 METHODS = ("harness", "trimmed", "harmonic-epoch", "framework", "last", "analysis-py")
 #: ``mean-after-warmup`` is what ``harness run`` records as its method name.
@@ -46,8 +52,9 @@ DEFAULT_TRIM = 5
 
 @dataclass
 class MethodOptions:
-    skip: int | None = None
+    skip: int | None = None  # warm-up iterations
     trim: int | None = None
+    skip_records: int | None = None  # warm-up in records instead (replaces skip)
 
 
 @dataclass
@@ -63,6 +70,10 @@ class Aggregate:
     p5: float | None = None
     p95: float | None = None
     cv: float | None = None
+    first_step: int | None = None  # the iterations covered by the records used
+    last_step: int | None = None
+    field: str | None = None  # framework: the field of the log the figure was taken from
+    warnings: list[str] = dataclass_field(default_factory=list)
 
 
 def canonical_method(name: str) -> str:
@@ -88,6 +99,42 @@ def _after_warmup(values: Sequence[float], skip: int, what: str) -> Sequence[flo
     return values[skip:]
 
 
+def _warmup_start(summary: StepSummary, options: MethodOptions, skip: int, method: str) -> tuple[int, str]:
+    """Index of the first record used, and how the warm-up was counted (for the description)."""
+    count = len(summary.throughput)
+    if options.skip_records is not None:
+        if count <= options.skip_records:
+            raise UserInputError(
+                f"only {count} records in the log, not more than the {options.skip_records} warm-up "
+                "records to skip; lower --skip-records")
+        return options.skip_records, f"{options.skip_records} warm-up records"
+    steps = summary.throughput_steps
+    if len(steps) != count:  # a plugin's records without step numbers: one record, one iteration
+        steps = list(range(1, count + 1))
+    start = first_record_after_warmup(steps, skip)
+    if options.skip is not None and skip and start == count - 1 and steps[-1] - steps[0] < skip \
+            and method == "trimmed":
+        raise UserInputError(
+            f"the log covers {steps[-1] - steps[0] + 1} iterations, not more than the {skip} warm-up "
+            "iterations to skip; lower --skip")
+    return start, f"{skip} warm-up iterations"
+
+
+def _used_range(summary: StepSummary, start: int, end: int | None = None) -> dict:
+    steps = summary.throughput_steps
+    if len(steps) != len(summary.throughput) or not len(steps):
+        return {}
+    end = len(steps) if end is None else end
+    return {"first_step": int(steps[start]), "last_step": int(steps[end - 1])}
+
+
+def _few_records(used: int) -> list[str]:
+    if used <= 2:
+        return [f"the figure rests on {used} record{'s' if used != 1 else ''} only: "
+                "too few to tell a steady speed from noise"]
+    return []
+
+
 def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
               options: MethodOptions | None = None) -> Aggregate:
     """Apply ``method``; raises UserInputError when the log lacks what the method needs."""
@@ -101,8 +148,10 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
                 f"the {parsed.format} log has no throughput printed by the framework itself; "
                 "use --method harness"
             )
-        return Aggregate(parsed.framework_reported, method, "final figure printed by the framework",
-                         used=1, skipped=0)
+        field = parsed.meta.get("framework_field")
+        where = f" ({field})" if field else ""
+        return Aggregate(parsed.framework_reported, method, f"final figure printed by the framework{where}",
+                         used=1, skipped=0, field=field)
     if method == "harmonic-epoch":
         epochs = list(parsed.meta.get("epoch_throughput") or [])
         if not epochs:
@@ -112,13 +161,15 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
         kept = _after_warmup(epochs, skip, "epoch figures")
         value = len(kept) / sum(1.0 / v for v in kept)
         return Aggregate(value, method, f"harmonic mean of {len(kept)} epoch throughputs after "
-                         f"{skip} warm-up epoch(s)", used=len(kept), skipped=skip, **_spread(kept))
+                         f"{skip} warm-up epoch(s)", used=len(kept), skipped=skip,
+                         warnings=_few_records(len(kept)), **_spread(kept))
     if not values:
         raise UserInputError(f"the {parsed.format} log has no step throughput to aggregate")
     if method == "last":
         return Aggregate(values[-1], method, "throughput of the last logged step", used=1,
-                         skipped=len(values) - 1)
+                         skipped=len(values) - 1, **_used_range(summary, len(values) - 1))
     if method == "analysis-py":
+        # analysis.py counts its skip_steps in records (keyword mode knows no iterations).
         kept = _after_warmup(values, skip, "records")
         mode = parsed.meta.get("keyword_mode")
         times = summary.step_time
@@ -131,12 +182,14 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
         else:
             value = statistics.fmean(kept)
             description = f"analysis.py: mean of {len(kept)} records after skipping {skip}"
-        return Aggregate(value, method, description, used=len(kept), skipped=skip, **_spread(kept))
+        return Aggregate(value, method, description, used=len(kept), skipped=skip,
+                         warnings=_few_records(len(kept)), **_spread(kept), **_used_range(summary, skip))
     if method == "trimmed":
         trim = options.trim if options.trim is not None else DEFAULT_TRIM
-        if options.skip is None and len(values) <= skip:
+        if options.skip is None and options.skip_records is None and len(values) <= skip:
             skip = 0  # a short log: the default warm-up would leave nothing
-        kept = sorted(_after_warmup(values, skip, "records"))
+        start, warmup = _warmup_start(summary, options, skip, method)
+        kept = sorted(values[start:])
         if options.trim is None:
             trim = min(trim, (len(kept) - 1) // 2)  # defaults shrink to fit a short log
         if len(kept) <= 2 * trim:
@@ -145,13 +198,19 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
             )
         middle = kept[trim:len(kept) - trim] if trim else kept
         return Aggregate(statistics.fmean(middle), method,
-                         f"skip {skip}, sort, drop {trim} lowest and {trim} highest, mean of "
-                         f"{len(middle)}", used=len(middle), skipped=skip, **_spread(middle))
+                         f"skip {warmup} ({start} records), sort, drop {trim} lowest and {trim} highest, "
+                         f"mean of {len(middle)}", used=len(middle), skipped=start,
+                         warnings=_few_records(len(middle)), **_spread(middle), **_used_range(summary, start))
     # harness: the rule of `harness run` (a log shorter than the warm-up keeps its last record).
-    kept = after_warmup(values, skip)
-    return Aggregate(mean_after_warmup(values, skip), "harness",
-                     f"mean of {len(kept)} records after skipping {len(values) - len(kept)} warm-up",
-                     used=len(kept), skipped=len(values) - len(kept), **_spread(kept))
+    start, warmup = _warmup_start(summary, options, skip, method)
+    kept = values[start:]
+    warnings = _few_records(len(kept))
+    if start == len(values) - 1 and len(values) > 1 and skip:
+        warnings.insert(0, f"no record lies wholly past the {warmup}: only the last record is used")
+    return Aggregate(statistics.fmean(kept), "harness",
+                     f"mean of {len(kept)} records after skipping {warmup} ({start} records)",
+                     used=len(kept), skipped=start, warnings=warnings, **_spread(kept),
+                     **_used_range(summary, start))
 
 
 def is_per_device(parsed: ParsedLog, method: str) -> bool:

@@ -45,6 +45,8 @@ _UNIT_ALIASES = {
     "tokens/s": "tokens/s",
     "tokens/sec": "tokens/s",
     "words/s": "tokens/s",
+    "examples/sec": "examples/s",
+    "examples/second": "examples/s",
 }
 
 

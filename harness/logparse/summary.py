@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.logformat import LogFormat, LogParser
+from harness.logparse.metadata import SNIFF_LINES, MetadataSniffer
 from harness.models import ParsedLog, StepRecord
 
 CURVE_POINTS = 512
@@ -48,6 +49,9 @@ class StepSummary:
     """Everything aggregation and the result need, without the step objects."""
 
     throughput: array = field(default_factory=lambda: array("d"))
+    #: The iteration each throughput record ends at, aligned with ``throughput`` (warm-up is
+    #: counted in iterations, not records).
+    throughput_steps: array = field(default_factory=lambda: array("q"))
     step_time: array = field(default_factory=lambda: array("d"))
     loss: Curve = field(default_factory=Curve)
     learning_rate: Curve = field(default_factory=Curve)
@@ -72,6 +76,7 @@ class StepSummary:
         self.last_step = step
         if throughput is not None and math.isfinite(throughput):
             self.throughput.append(throughput)
+            self.throughput_steps.append(step)
         if step_time_s is not None:
             self.step_time.append(step_time_s)
         if loss is not None:
@@ -106,6 +111,10 @@ class StreamedLog(LogReading):
     bytes: int
     sha256: str
     recognised: bool  # some line is characteristic of the format (or gave a step)
+    #: The file does not end in a newline: it was cut in the middle of a line.
+    cut_mid_line: bool = False
+    #: Facts stated in the log's own text (world size, precision, ...), with their lines.
+    stated: dict = field(default_factory=dict)
 
 
 class _HashingReader(io.RawIOBase):
@@ -142,12 +151,18 @@ def stream_log(path: Path, fmt: LogFormat, **hints) -> StreamedLog:
     detect = fmt.detect
     recognised = False
     lines = 0
+    sniffer = MetadataSniffer()
+    sniff = sniffer.feed
+    last_line = ""
     with open(path, "rb", buffering=0) as raw:
         hashing = _HashingReader(raw)
         text = io.TextIOWrapper(io.BufferedReader(hashing, buffer_size=1 << 20),
                                 encoding="utf-8", errors="replace")
         for line in text:
             lines += 1
+            if lines <= SNIFF_LINES:
+                sniff(line, lines)
+            last_line = line
             step = feed(line)
             if step is not None:
                 add(step)
@@ -161,4 +176,6 @@ def stream_log(path: Path, fmt: LogFormat, **hints) -> StreamedLog:
             summary.add(step)
     parsed = parsed.model_copy(update={"steps": []})
     return StreamedLog(parsed=parsed, summary=summary, lines=lines, bytes=hashing.size,
-                       sha256=hashing.digest.hexdigest(), recognised=recognised or summary.count > 0)
+                       sha256=hashing.digest.hexdigest(), recognised=recognised or summary.count > 0,
+                       cut_mid_line=bool(last_line) and not last_line.endswith(("\n", "\r")),
+                       stated=sniffer.facts)

@@ -33,6 +33,15 @@ class Throughput(BaseModel):
     per_device: float
     median: float | None = Field(None, description="Median of per-step throughput.")
     method: str = Field("mean-after-warmup", description="Aggregation method that produced value.")
+    records_used: int | None = Field(
+        None, description="Logged records (steps, intervals or epochs) the value rests on.")
+    first_step_used: int | None = Field(None, description="First iteration covered by the records used.")
+    last_step_used: int | None = Field(None, description="Last iteration covered by the records used.")
+    field: str | None = Field(
+        None, description="For a figure the framework printed: the log field it was taken from.")
+    scope: str | None = Field(
+        None, description="How the log's figures were read: 'per-gpu' (multiplied by the GPU count) "
+                          "or 'global' (the job's total as printed).")
 
 
 class RepeatResult(BaseModel):
@@ -60,6 +69,11 @@ class LogSummary(BaseModel):
     learning_rate_curve: list[tuple[int, float]] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict, description="Batch size, GPU count, ... from the log.")
     notes: list[str] = Field(default_factory=list)
+    sources: dict[str, str] = Field(
+        default_factory=dict,
+        description="Where GPU count, precision, batch size and sequence length came from: a "
+                    "command-line flag, a log line (quoted), the file name, or a default.")
+    truncated: bool = Field(False, description="The log ends mid-line or lacks its format's end-of-run marker.")
 
 
 class EnvironmentFingerprint(BaseModel):
@@ -99,6 +113,10 @@ class BenchmarkResult(BaseModel):
     step_time: StepTimeStats | None
     loss_first: float | None
     loss_final: float | None
+    time_to_train_min: float | None = Field(
+        None, description="MLPerf time to train: run_start to run_stop, in minutes.")
+    warnings: list[str] = Field(
+        default_factory=list, description="Reasons to doubt the figure: few records, a truncated log, ...")
     peak_memory_bytes: int | None = Field(None, description="Framework-reported peak memory.")
     memory_estimate: MemoryEstimate | None = Field(
         None, description="The memory planner's per-device estimate of that peak, made before launch."

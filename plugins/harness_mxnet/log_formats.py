@@ -9,6 +9,17 @@ whole process, i.e. of all the GPUs it drives::
     [Epoch 0] speed: 1234 samples/sec\ttime cost: 1036.123456
     Epoch[0] Time cost=1036.123
 
+Other gluon-cv scripts print other layouts, each recognised on its own (a log may hold only
+per-epoch lines, as the action-recognition scripts print):
+
+    Epoch[136]\t\tSpeed: 1215 samples/sec over 122 secs\tloss=0.000350     (pose: per epoch)
+    [Epoch 198][Batch 99], LR: 1.00E-05, Speed: 181.084 samples/sec, ObjLoss=8.454, ...   (detection)
+    [Epoch 0] speed: 141 samples/sec\ttime cost: 26.926219                  (per epoch)
+
+Per-epoch lines are the epochs' own figures (``harmonic-epoch``); where a log has no batch
+lines they are also its records. gluon-cv's ``Namespace(num_gpus=8, batch_size=32, ...)``
+states the GPU count and the per-GPU batch size.
+
 NGC MXNet ResNet-50 (DLLogger, ``[1,0]<stdout>:`` prefixes) prints per-interval and per-epoch
 ``train.ips``; NVIDIA's benchmark.py reports the harmonic mean of the per-epoch figures after
 one warm-up epoch (``harmonic-epoch``, the default method here)::
@@ -35,6 +46,11 @@ _NUM = r"([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
 _BATCH = re.compile(r"Epoch\[(\d+)\] Batch \[(?:\d+-)?(\d+)\]\s+Speed:\s*" + _NUM + r"\s*(\S+/sec|\S+/s)")
 _METRIC = re.compile(r"\t([A-Za-z][\w-]*)=" + _NUM)
 _EPOCH_SPEED = re.compile(r"\[Epoch (\d+)\] speed:\s*" + _NUM + r"\s*(\S+/sec|\S+/s)")
+_EPOCH_OVER = re.compile(r"Epoch\[(\d+)\]\s+Speed:\s*" + _NUM + r"\s*(\S+/sec|\S+/s) over ([\d.]+) secs")
+_DETECTION = re.compile(r"\[Epoch (\d+)\]\[Batch (\d+)\],(?: LR: ([^,]+),)? Speed:\s*" + _NUM
+                        + r"\s*(\S+/sec|\S+/s)")
+_DETECTION_METRIC = re.compile(r",\s*([A-Za-z][\w-]*)=" + _NUM)
+_TIME_COST = re.compile(r"time cost\s*[:=]\s*" + _NUM)
 _EPOCH_TIME = re.compile(r"(?:\[Epoch (\d+)\]|Epoch\[(\d+)\]) (?:time cost|Time cost)\s*[:=]\s*" + _NUM)
 
 
@@ -48,25 +64,62 @@ class GluonCVParser(RecordingParser):
         self._last_epoch: int | None = None
         self._last_step = 0
         self.epoch_throughput: list[float] = []
+        self._epoch_records: list[tuple[int, float, float | None]] = []  # (epoch, speed, seconds)
+        self._batch_records = 0
 
     def feed(self, line: str) -> StepRecord | None:
         if "Speed:" in line:
             match = _BATCH.search(line)
             if match:
                 return self._batch(line, match)
+            match = _DETECTION.search(line) if "[Batch" in line else None
+            if match:
+                return self._detection(line, match)
+            match = _EPOCH_OVER.search(line)
+            if match:
+                self._epoch(int(match.group(1)), to_float(match.group(2)), match.group(3),
+                            to_float(match.group(4)))
+                return None
         if "Epoch" in line:
             match = _EPOCH_SPEED.search(line) if "speed:" in line else None
             if match:
-                value = to_float(match.group(2))
-                if value is not None:
-                    self.epoch_throughput.append(value)
-                    self.framework_reported = value
+                time_cost = _TIME_COST.search(line)
+                self._epoch(int(match.group(1)), to_float(match.group(2)), match.group(3),
+                            to_float(time_cost.group(1)) if time_cost else None)
                 return None
         self.check_failure(line)
         return None
 
+    def _epoch(self, epoch: int, value: float | None, unit: str, seconds: float | None) -> None:
+        if value is None:
+            return
+        self.epoch_throughput.append(value)
+        self._epoch_records.append((epoch, value, seconds))
+        self.framework_reported = value  # gluon-cv prints no run summary: its last epoch's speed
+        self.meta["framework_field"] = "speed of the last epoch line"
+        self.unit = normalise_unit(unit, self.unit)
+
+    def _detection(self, line: str, match: re.Match) -> StepRecord:
+        epoch, batch = int(match.group(1)), int(match.group(2))
+        step = self._step(epoch, batch)
+        self.unit = normalise_unit(match.group(5), self.unit)
+        metrics = {k.lower(): to_float(v) for k, v in _DETECTION_METRIC.findall(line)}
+        loss = next((v for k, v in metrics.items() if "loss" in k or k in ("crossentropy", "smoothl1")), None)
+        self._batch_records += 1
+        return self.record(step=step, throughput=to_float(match.group(4)), loss=loss,
+                           learning_rate=to_float(match.group(3)) if match.group(3) else None)
+
+    def _step(self, epoch: int, batch: int) -> int:
+        """Batches restart every epoch: count iterations on from the previous epochs."""
+        if self._last_epoch is not None and epoch != self._last_epoch:
+            self._epoch_offset = self._last_step + 1
+        self._last_epoch = epoch
+        self._last_step = self._epoch_offset + batch
+        return self._last_step
+
     def _batch(self, line: str, match: re.Match) -> StepRecord:
         epoch, batch = int(match.group(1)), int(match.group(2))
+        self._batch_records += 1
         if self._last_epoch is not None and epoch != self._last_epoch:
             self._epoch_offset = self._last_step
         self._last_epoch = epoch
@@ -86,18 +139,27 @@ class GluonCVParser(RecordingParser):
     def finish(self):
         if self.epoch_throughput:
             self.meta["epoch_throughput"] = self.epoch_throughput
+        if self._batch_records == 0 and self._epoch_records:
+            # Only per-epoch lines: the epochs are the records (an epoch's step is its number,
+            # since the log does not say how many iterations it had).
+            self.meta["throughput_records"] = "per-epoch speed lines"
+            for epoch, value, seconds in self._epoch_records:
+                self.record(step=epoch + 1, throughput=value, step_time_s=seconds)
         return super().finish()
 
 
 class GluonCVFormat(LogFormat):
     name = "gluoncv"
-    description = "gluon-cv / MXNet Speedometer: 'Epoch[E] Batch [B]\\tSpeed: S samples/sec' (+ epoch summaries)"
+    description = ("gluon-cv / MXNet Speedometer: 'Epoch[E] Batch [B]\\tSpeed: S samples/sec', detection "
+                   "'[Epoch E][Batch B], ... Speed: S samples/sec', per-epoch speed lines")
     unit = "samples/s"
     framework = "mxnet"
     default_method = "harness"
 
     def detect(self, line: str) -> bool:
-        return "Speed:" in line and bool(_BATCH.search(line))
+        if "Speed:" in line:
+            return bool(_BATCH.search(line) or _DETECTION.search(line) or _EPOCH_OVER.search(line))
+        return "speed:" in line and "[Epoch" in line and bool(_EPOCH_SPEED.search(line))
 
     def new_parser(self, **hints: Any) -> GluonCVParser:
         return GluonCVParser(**hints)
@@ -116,6 +178,7 @@ class MXNetDLEParser(RecordingParser):
         super().__init__(**hints)
         self.epoch_throughput: list[float] = []
         self._steps_per_epoch: int | None = None
+        self.meta["end_marker"] = "the DLLogger Summary line"
 
     def feed(self, line: str) -> StepRecord | None:
         if "DLL" in line:
@@ -146,6 +209,8 @@ class MXNetDLEParser(RecordingParser):
             self.unit = normalise_unit(rec.units["train.ips"], self.unit)
         if rec.kind == "summary":
             self.framework_reported = ips
+            self.meta["framework_field"] = "Summary train.ips"
+            self.meta["run_complete"] = True
             return None
         if rec.kind == "epoch":
             self.epoch_throughput.append(ips)

@@ -80,6 +80,7 @@ class BertDLLParser(_DLLParser):
         self._launch_nodes: int | None = None
         self._skipped_steps = 0
         self._last_iteration: int | None = None
+        self.meta["end_marker"] = "the final training_sequences_per_second line"
 
     def on_other_line(self, line: str) -> None:
         if "nproc_per_node" in line:
@@ -120,6 +121,8 @@ class BertDLLParser(_DLLParser):
         final = rec.number("training_sequences_per_second")
         if final is not None:
             self.framework_reported = final
+            self.meta["framework_field"] = "training_sequences_per_second"
+            self.meta["run_complete"] = True
             self.unit = normalise_unit(rec.units.get("training_sequences_per_second"), self.unit)
             for key in ("raw_train_time", "e2e_train_time"):
                 if rec.number(key) is not None:
@@ -198,6 +201,7 @@ class ResNetDLLParser(_DLLParser):
         self.key = "train.compute_ips" if use_compute_ips else "train.total_ips"
         self._steps_per_epoch = 0
         self.epoch_throughput: list[float] = []
+        self.meta["end_marker"] = "the DLLogger Summary line"
 
     def on_record(self, rec: DLLRecord, line: str) -> StepRecord | None:
         if rec.kind == "parameter":
@@ -214,6 +218,8 @@ class ResNetDLLParser(_DLLParser):
         self.unit = normalise_unit(rec.units.get(self.key), self.unit)
         if rec.kind == "summary":
             self.framework_reported = value
+            self.meta["framework_field"] = f"Summary {self.key}"
+            self.meta["run_complete"] = True
             return None
         if rec.kind == "epoch":
             self.epoch_throughput.append(value)

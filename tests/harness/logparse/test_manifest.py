@@ -40,13 +40,14 @@ def method_options(entry: dict) -> list[str]:
     text = entry["method"]
     match = re.search(r"drop first (\d+) .*drop (\d+) lowest", text)
     if match:
-        return ["--method", "trimmed", "--skip", match.group(1), "--trim", match.group(2)]
+        # The report counts its warm-up in records ("drop first 10 ..."), not iterations.
+        return ["--method", "trimmed", "--skip-records", match.group(1), "--trim", match.group(2)]
     match = re.search(r"harmonic mean .* after (\d+) warm-up epoch", text)
     if match:
         return ["--method", "harmonic-epoch", "--skip", match.group(1)]
     match = re.search(r"mean of .*(?:after skipping the first|after the first) (\d+)", text)
     if match:
-        return ["--method", "harness", "--skip", match.group(1)]
+        return ["--method", "harness", "--skip-records", match.group(1)]
     if entry["method_source"] == "framework-printed" and entry["format"] == "dllogger":
         # "re-apply the NGC formula" / "older NGC formula": the value run_pretraining.py
         # computed and printed as training_sequences_per_second.

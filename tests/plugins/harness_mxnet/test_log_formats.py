@@ -50,8 +50,37 @@ def test_gluoncv_speedometer_range_and_loss(tmp_path):
 def test_gluoncv_detection():
     fmt = GluonCVFormat()
     assert fmt.detect("INFO:root:Epoch[0] Batch [49]\tSpeed: 1234.5 samples/sec\taccuracy=0.1\tlr=0.1\n")
-    assert not fmt.detect("INFO:root:[Epoch 0] speed: 1250 samples/sec\ttime cost: 1036.1\n")
+    # Logs holding only per-epoch lines (action recognition) or other layouts are gluon-cv too.
+    assert fmt.detect("INFO:root:[Epoch 0] speed: 1250 samples/sec\ttime cost: 1036.1\n")
+    assert fmt.detect("Epoch[136]\t\tSpeed: 1215 samples/sec over 122 secs\tloss=0.000350\n")
+    assert fmt.detect("[Epoch 198][Batch 99], LR: 1.00E-05, Speed: 181.084 samples/sec, ObjLoss=8.454\n")
     assert not fmt.detect("Speed: fast\n")
+
+
+def test_gluoncv_detection_layout(tmp_path):
+    text = ("[Epoch 0][Batch 99], LR: 1.00E-04, Speed: 100.0 samples/sec, ObjLoss=9.1, ClassLoss=2.0\n"
+            "[Epoch 0][Batch 199], LR: 1.00E-04, Speed: 110.0 samples/sec, ObjLoss=9.0, ClassLoss=2.0\n"
+            "[Epoch 0] Training cost: 139.986, ObjLoss=8.459\n"
+            "[Epoch 1][Batch 99], LR: 2.00E-04, Speed: 120.0 samples/sec, ObjLoss=8.9, ClassLoss=1.9\n")
+    parsed = GluonCVFormat().parse_file(write(tmp_path, text))
+    assert [s.throughput for s in parsed.steps] == [100.0, 110.0, 120.0]
+    assert [s.step for s in parsed.steps] == [99, 199, 299]
+    assert [s.learning_rate for s in parsed.steps] == [1e-4, 1e-4, 2e-4]
+    assert parsed.steps[0].loss == 9.1
+
+
+def test_gluoncv_per_epoch_only_logs_become_records(tmp_path):
+    pose = ("Epoch[0] Batch [99]\tSpeed: 900.3 samples/sec\tloss=0.00035\tlr=0.00001\n"
+            "Epoch[0]\t\tSpeed: 1215 samples/sec over 122 secs\tloss=0.000350\n")
+    parsed = GluonCVFormat().parse_file(write(tmp_path, pose))
+    assert [s.throughput for s in parsed.steps] == [900.3]  # batch lines are the records
+    assert parsed.meta["epoch_throughput"] == [1215.0]
+    action = ("[Epoch 000] training: accuracy=10.787260\t loss=3.828077\n"
+              "[Epoch 000] speed: 141 samples/sec\ttime cost: 26.926219\n"
+              "[Epoch 001] speed: 321 samples/sec\ttime cost: 15.457790\n")
+    parsed = GluonCVFormat().parse_file(write(tmp_path, action))
+    assert [(s.step, s.throughput, s.step_time_s) for s in parsed.steps] == [
+        (1, 141.0, 26.926219), (2, 321.0, 15.45779)]
 
 
 MXNET_DLE = (
