@@ -63,6 +63,10 @@ def register(app: typer.Typer, state) -> None:
             print_summary(report)
         if report.result.status == "interrupted":
             raise typer.Exit(EXIT_INTERRUPTED)
+        if report.result.status == "terminated":
+            from harness.runner.signals import terminated_exit_code
+
+            raise typer.Exit(terminated_exit_code())
         if report.result.status != "success":
             raise typer.Exit(EXIT_FAILED)
         return 0
