@@ -16,6 +16,7 @@ from harness.config_resolution import parse_set_pairs, resolve_config
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError, StorageError, UnavailableError, UserInputError
 from harness.fingerprint import environment_fingerprint
+from harness.launch import job_identity
 from harness.logparse.summary import LogReading, reading_of, stream_log
 from harness.models import BenchmarkResult, DeviceSet, ParsedLog, ProcessOutcome
 from harness.models.context import RunContext
@@ -59,6 +60,8 @@ class RunRequest:
     cache_dir: Path | None = None
     env_mode: Literal["auto", "current"] = "auto"
     hardware_config: str | None = None
+    job_id: str | None = None  # multi-node: shared by every node (else HARNESS_JOB_ID, SLURM_JOB_ID)
+    node_rank: int | None = None  # multi-node: this node's (else NODE_RANK, SLURM_NODEID)
 
 
 @dataclass
@@ -113,7 +116,16 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         cli_set=parse_set_pairs(request.set_pairs),
         layout={"nproc": (nproc, nproc_source), "nnodes": (nnodes, nnodes_source)},
     )
-    run_id = new_run_id(case.name, framework, request.vendor)
+    job_id, node_rank = job_identity(request.job_id, request.node_rank,
+                                     config.settings.nnodes)
+    if config.settings.nnodes > 1:
+        # The job's id names its result, the same on every node; node 0 records the result,
+        # the others a node record in a folder of their own.
+        run_id = f"{job_id}-{case.name}-{framework}-{request.vendor}"
+        if node_rank:
+            run_id += f".node{node_rank}"
+    else:
+        run_id = new_run_id(case.name, framework, request.vendor)
     cache_dir = request.cache_dir or default_cache_dir()
     context = RunContext(
         run_id=run_id,
@@ -125,6 +137,8 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         cache_dir=cache_dir.resolve(),
         env_mode=request.env_mode,
         repeats=repeats,
+        job_id=job_id,
+        node_rank=node_rank,
     )
     from harness.memory_planner import fit_to_memory
 
@@ -264,7 +278,10 @@ def execute(
         # Whatever signals arrive now, the result is written; a stop signal that came while
         # the run was already stopping means nothing more.
         with deferred_signals() as held:
-            report = _record(registry, context, request, attempt)
+            if context.node_rank:
+                report = _record_node(context, attempt)
+            else:
+                report = _record(registry, context, request, attempt)
         if held and report.result.status not in ("interrupted", "terminated"):
             raise_for(held[0])
         return report
@@ -287,6 +304,7 @@ class _Attempt:
     extras: dict[str, Any] = field(default_factory=dict)
     peak_memory: int | None = None
     efficiency_router: HookRouter | None = None
+    outcomes: list[ProcessOutcome] = field(default_factory=list)
 
     def fail(self, status: str, reason: str) -> None:
         if self.status is None:
@@ -320,6 +338,12 @@ def _run_repeats(pm, registry, context: RunContext, observer: RunObserver,
             outcome: ProcessOutcome = router.execute(ctx, launch, log_path, observer)
         finally:
             observer.end_repeat()
+        attempt.outcomes.append(outcome)
+        if context.node_rank:  # the training figures are node 0's
+            if outcome.status != "success":
+                attempt.fail(outcome.status, outcome.reason or outcome.status)
+                break
+            continue
         reading = read_log(router, ctx, launch, log_path)
         repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, reading, launch.log_format)
         attempt.repeats.append(repeat)
@@ -333,6 +357,58 @@ def _run_repeats(pm, registry, context: RunContext, observer: RunObserver,
             attempt.fail(repeat.status,
                          f"repeat {index}: {repeat_reason}" if total > 1 else repeat_reason)
             break  # a failed or interrupted repeat ends the run; what ran is recorded
+
+
+NODE_RECORD = "node.json"
+
+
+def _record_node(context: RunContext, attempt: _Attempt) -> RunReport:
+    """A node other than node 0 of a multi-node job: its processes' outcome, not a result
+    (the training figures are node 0's); a node record pointing at the job's result."""
+    import hashlib
+    import json
+    import socket
+
+    from harness.runner.scrub import scrub_line
+
+    outcome = attempt.outcomes[-1] if attempt.outcomes else None
+    status = attempt.status or (outcome.status if outcome else "failed")
+    if outcome is not None and status == "failed" and outcome.status == "success":
+        status = "success"  # no iteration lines here is normal: rank 0 logs them
+    log = context.run_dir / "train.log"
+    record = {
+        "job_id": context.job_id,
+        "job_run_id": context.run_id.rsplit(".node", 1)[0],
+        "node_rank": context.node_rank,
+        "nnodes": context.config.settings.nnodes,
+        "host": scrub_line(socket.gethostname()),
+        "status": status,
+        "exit_code": outcome.exit_code if outcome else None,
+        "reason": None if status == "success" else (outcome.reason if outcome and outcome.reason
+                                                    else attempt.reason),
+        "log_file": log.name,
+        "log_sha256": hashlib.sha256(log.read_bytes()).hexdigest() if log.exists() else None,
+    }
+    try:
+        atomic_write_text(context.run_dir / NODE_RECORD, json.dumps(record, indent=1) + "\n")
+    except OSError as exc:
+        raise StorageError(f"could not write the node record in {context.run_dir}: "
+                           f"{exc.strerror or exc}") from None
+    result = _node_result(context, attempt, status, record["reason"])
+    return RunReport(result=result, run_dir=context.run_dir, legacy_path=context.run_dir / NODE_RECORD)
+
+
+def _node_result(context: RunContext, attempt: _Attempt, status: str, reason: str | None):
+    """The in-memory result the CLI reports for a node record (not written, not stored)."""
+    return build_result(
+        run_id=context.run_id, config=context.config, reading=None, log_format=None, final=None,
+        unit=context.case.unit, step_time=None, status=status,  # type: ignore[arg-type]
+        failure_reason=reason,
+        framework_version=attempt.env.framework_version if attempt.env else None,
+        environment=environment_fingerprint(attempt.env), started_at=attempt.started,
+        finished_at=_utcnow(), log_file="train.log", peak_memory_bytes=None,
+        devices=context.devices, dataset=attempt.dataset, repeats=attempt.repeats,
+    )
 
 
 def _record(registry: Registry, context: RunContext, request: RunRequest,
