@@ -33,17 +33,18 @@ def usable_cores() -> int:
 
 def torchrun_node_arguments(context) -> list[str]:
     """torchrun's arguments for this run's nodes: ``--standalone`` on one node; on several,
-    a c10d rendezvous at ``MASTER_ADDR:MASTER_PORT`` under the job's id (so two jobs never
-    join each other), the job's rendezvous timeout, and no restarts (a lost rank ends the
-    job on every node instead of waiting for a replacement)."""
+    a rendezvous at ``MASTER_ADDR:MASTER_PORT`` under the job's id with the job's rendezvous
+    timeout, and no restarts (a lost rank ends the job on every node instead of waiting for a
+    replacement). The static rendezvous, not c10d: c10d numbers nodes in the order they
+    join, but node 0 of the harness must hold global rank 0, whose log has the figures."""
     settings = context.config.settings
     if settings.nnodes == 1:
         return ["--standalone"]
     timeout = int(settings.rendezvous_timeout_s)
-    return [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d",
+    return [f"--nnodes={settings.nnodes}", "--rdzv-backend=static",
             f"--rdzv-endpoint={rendezvous_endpoint()}", f"--rdzv-id={context.job_id}",
-            f"--rdzv-conf=join_timeout={timeout},last_call_timeout=1,close_timeout={timeout}",
-            "--max-restarts=0", f"--node-rank={context.node_rank}"]
+            f"--rdzv-conf=timeout={timeout}", "--max-restarts=0",
+            f"--node-rank={context.node_rank}"]
 
 
 def job_identity(job_id: str | None, node_rank: int | None, nnodes: int) -> tuple[str | None, int]:
