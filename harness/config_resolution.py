@@ -120,6 +120,11 @@ def resolve_config(
             del sources[key]
     apply(cli_set or {}, "cli", check_immutable=True)
 
+    for key, allowed in case.choices.items():
+        if key in params and params[key] not in allowed:
+            raise UserInputError(
+                f"invalid value for {key!r}: {params[key]!r}. Valid values: {', '.join(allowed)}."
+            )
     try:
         run_settings = RunSettings(**settings)
     except ValidationError as exc:

@@ -28,3 +28,14 @@ def did_you_mean(name: str, choices) -> str:
     hint = f" Did you mean {close[0]!r}?" if close else ""
     shown = ", ".join(choices[:40]) + (" ..." if len(choices) > 40 else "")
     return f"Valid choices: {shown}.{hint}"
+
+
+class StorageError(HarnessError):
+    """A result (or part of it) could not be written: a full disk, a read-only folder.
+    Exit code 1. ``report`` is what was recorded where there was room, if anything."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, report=None):
+        super().__init__(message)
+        self.report = report

@@ -17,11 +17,20 @@ def new_run_id(case: str, framework: str, vendor: str) -> str:
     return f"{stamp}-{case}-{framework}-{vendor}-{secrets.token_hex(2)}"
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     """Write via a temporary file in the same folder and rename: never half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        # mkstemp makes the file 0600; a result file follows the umask like any other file
+        # (train.log), so shared results folders and served reports stay readable.
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()

@@ -39,10 +39,25 @@ class ResultStore:
         self.path = self.root / DB_NAME
 
     def _connect(self) -> sqlite3.Connection:
+        """A connection for writing: creates the folder, the database and its indexes."""
         self.root.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30)
         conn.executescript(_SCHEMA)
         return conn
+
+    def _read(self, query: str, args=()) -> list[tuple]:
+        """Rows of a read-only query. Reading never writes (a full disk, a read-only
+        results folder or one without a database yet all read fine): no database is no rows."""
+        if not self.path.exists():
+            return []
+        with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                     timeout=30)) as conn:
+            try:
+                return conn.execute(query, args).fetchall()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    return []
+                raise
 
     def add(self, result: BenchmarkResult, run_dir: Path | None) -> bool:
         """Record a result; returns False when an ingested log with the same sha256 exists."""
@@ -78,20 +93,21 @@ class ResultStore:
                 clauses.append(f"{column} = ?")
                 args.append(value)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        with closing(self._connect()) as conn:
-            rows = conn.execute(
-                f"SELECT result_json FROM runs {where} ORDER BY created_at DESC LIMIT ?",
-                (*args, limit),
-            ).fetchall()
+        rows = self._read(f"SELECT result_json FROM runs {where} ORDER BY created_at DESC LIMIT ?",
+                          (*args, limit))
         return [BenchmarkResult.model_validate_json(row[0]) for row in rows]
 
     def get(self, run_id: str) -> BenchmarkResult | None:
-        """A result by run id or unique run-id prefix."""
-        with closing(self._connect()) as conn:
-            rows = conn.execute(
-                "SELECT result_json FROM runs WHERE run_id = ? OR run_id LIKE ? LIMIT 2",
-                (run_id, run_id + "%"),
-            ).fetchall()
+        """A result by run id or unique run-id prefix (characters match literally: ``%`` and
+        ``_`` are no wildcards, and an empty prefix matches nothing)."""
+        if not run_id:
+            return None
+        exact = self._read("SELECT result_json FROM runs WHERE run_id = ?", (run_id,))
+        if exact:
+            return BenchmarkResult.model_validate_json(exact[0][0])
+        escaped = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        rows = self._read("SELECT result_json FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
+                          (escaped + "%",))
         if len(rows) != 1:
             return None
         return BenchmarkResult.model_validate_json(rows[0][0])
@@ -102,11 +118,9 @@ class ResultStore:
         if status:
             query += " AND status = ?"
             args.append(status)
-        with closing(self._connect()) as conn:
-            rows = conn.execute(query, args).fetchall()
+        rows = self._read(query, args)
         return [BenchmarkResult.model_validate_json(r[0]) for r in rows]
 
     def run_dirs(self) -> dict[str, str | None]:
         """Run id -> run folder, for readers (reports) that also need a run's files."""
-        with closing(self._connect()) as conn:
-            return dict(conn.execute("SELECT run_id, run_dir FROM runs").fetchall())
+        return dict(self._read("SELECT run_id, run_dir FROM runs"))

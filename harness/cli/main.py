@@ -58,6 +58,7 @@ def build_app(pm=None) -> typer.Typer:
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; user errors become one line on stderr with exit code 2, not a traceback."""
     from harness.errors import HarnessError
+    from harness.runner.signals import Terminated
 
     try:
         app = build_app()
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         typer.echo("interrupted", err=True)
         return 130
+    except Terminated as exc:
+        typer.echo(str(exc), err=True)
+        return exc.exit_code
     except Exception as exc:
         return _click_exit(exc)
 

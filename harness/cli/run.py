@@ -27,7 +27,15 @@ def register(app: typer.Typer, state) -> None:
         run_mode: Annotated[Optional[RunModeChoice], typer.Option(
             help="sp: one process; mp: all devices (2 processes on cpu).")] = None,
         nproc: Annotated[Optional[int], typer.Option(min=1, help="Processes (devices) per node.")] = None,
-        nnodes: Annotated[Optional[int], typer.Option(min=1, help="Nodes (needs MASTER_ADDR).")] = None,
+        nnodes: Annotated[Optional[int], typer.Option(min=1, help=(
+            "Nodes. Run the same command on every node with MASTER_ADDR/MASTER_PORT exported, "
+            "--job-id and --node-rank; node 0 records the job's result."))] = None,
+        job_id: Annotated[Optional[str], typer.Option(
+            help="Multi-node: the job's id, the same on every node (default: HARNESS_JOB_ID, "
+                 "then SLURM_JOB_ID). Names the result and the rendezvous.")] = None,
+        node_rank: Annotated[Optional[int], typer.Option(
+            min=0, help="Multi-node: this node's rank, 0 to nnodes-1 (default: NODE_RANK, then "
+                        "SLURM_NODEID).")] = None,
         batch_size: Annotated[Optional[int], typer.Option(min=1, help="Micro batch size per process.")] = None,
         precision: Annotated[Optional[PrecisionChoice], typer.Option(help="Training precision.")] = None,
         max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps.")] = None,
@@ -52,17 +60,25 @@ def register(app: typer.Typer, state) -> None:
             batch_size=batch_size, precision=precision.value if precision else None,
             max_steps=max_steps, set_pairs=list(set_ or []), repeat=repeat, output=output,
             data_dir=data_dir, env_mode=env.value, hardware_config=hardware_config,
+            job_id=job_id, node_rank=node_rank,
         )
         pm, registry = state.plugin_manager(), state.registry()
         context = plan(pm, registry, request)
         observer = ConsoleObserver(registry, show_log=show_log)
         report = execute(pm, registry, context, request, observer)
-        if json_output:
+        if context.node_rank:
+            typer.echo(f"node {context.node_rank} of job {context.job_id}: {report.result.status}"
+                       f"; node record {report.legacy_path}; the job's result is node 0's")
+        elif json_output:
             typer.echo(report.result.model_dump_json(indent=2))
         else:
             print_summary(report)
         if report.result.status == "interrupted":
             raise typer.Exit(EXIT_INTERRUPTED)
+        if report.result.status == "terminated":
+            from harness.runner.signals import terminated_exit_code
+
+            raise typer.Exit(terminated_exit_code())
         if report.result.status != "success":
             raise typer.Exit(EXIT_FAILED)
         return 0

@@ -120,7 +120,7 @@ def register(app: typer.Typer, state) -> None:
             emit=lambda text: console.print(f"[bold cyan]{text}[/bold cyan]", highlight=False),
         )
         out.print(summary_table(summary.rows, title=f"sweep {spec.name}"))
-        ran = summary.count("success", "failed", "timeout", "hang", "interrupted")
+        ran = summary.count("success", "failed", "timeout", "hang", "interrupted", "terminated")
         console.print(
             f"{ran} ran: {summary.count('success')} succeeded, {len(summary.failed_rows)} failed; "
             f"{summary.count('done')} already recorded; {summary.count('skipped')} skipped"

@@ -46,6 +46,11 @@ class CaseSpec(BaseModel):
         default_factory=frozenset,
         description="Keys a vendor per-case config may set (tuning knobs, not the model).",
     )
+    choices: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict,
+        description="Allowed values of string parameters, e.g. {'recompute': ('none', "
+                    "'selective', 'full')}; checked when the config is resolved, before launch.",
+    )
 
 
 class FrameworkSpec(BaseModel):

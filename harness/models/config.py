@@ -47,6 +47,10 @@ class RunSettings(BaseModel):
     hang_timeout_s: float = Field(
         900.0, gt=0, description="Limit on time without any output before the run counts as hung."
     )
+    rendezvous_timeout_s: float = Field(
+        300.0, gt=0, description="Multi-node runs: how long a node waits for the others to join "
+                                 "(and to notice one that is gone) before the job fails.",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -103,7 +107,8 @@ class ResolvedConfig(BaseModel):
             "vendor": self.vendor,
             "scale": self.scale,
             "settings": self.settings.model_dump(
-                exclude={"world_size", "run_mode", "global_batch_size", "timeout_s", "hang_timeout_s"}
+                exclude={"world_size", "run_mode", "global_batch_size", "timeout_s", "hang_timeout_s",
+                         "rendezvous_timeout_s"}
             ),
             "params": self.params,
         }

@@ -36,6 +36,9 @@ class RunContext(BaseModel):
     memory_estimate: MemoryEstimate | None = Field(
         None, description="The memory planner's per-device peak estimate for this config."
     )
+    job_id: str | None = Field(
+        None, description="Multi-node runs: the id every node of the job shares (its rendezvous id).")
+    node_rank: int = Field(0, ge=0, description="Multi-node runs: this node's rank; node 0 records the job's result.")
 
     @property
     def framework(self) -> str:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-RunStatus = Literal["success", "failed", "timeout", "hang", "interrupted"]
+RunStatus = Literal["success", "failed", "timeout", "hang", "interrupted", "terminated"]
 
 
 class ExecutionEnv(BaseModel):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
 import statistics
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -12,8 +14,9 @@ from harness.cache import default_cache_dir
 from harness.case_string import parse_case_string
 from harness.config_resolution import parse_set_pairs, resolve_config
 from harness.dispatch import HookRouter
-from harness.errors import UnavailableError, UserInputError
+from harness.errors import HarnessError, StorageError, UnavailableError, UserInputError
 from harness.fingerprint import environment_fingerprint
+from harness.launch import job_identity
 from harness.logparse.summary import LogReading, reading_of, stream_log
 from harness.models import BenchmarkResult, DeviceSet, ParsedLog, ProcessOutcome
 from harness.models.context import RunContext
@@ -24,6 +27,7 @@ from harness.result_builder import (
 )
 from harness.results_io import atomic_write_text, new_run_id, write_run_files
 from harness.runner.observer import RunObserver
+from harness.runner.signals import Terminated, deferred_signals, raise_for, stop_signals_raise
 from harness.store import ResultStore
 
 if TYPE_CHECKING:
@@ -56,6 +60,8 @@ class RunRequest:
     cache_dir: Path | None = None
     env_mode: Literal["auto", "current"] = "auto"
     hardware_config: str | None = None
+    job_id: str | None = None  # multi-node: shared by every node (else HARNESS_JOB_ID, SLURM_JOB_ID)
+    node_rank: int | None = None  # multi-node: this node's (else NODE_RANK, SLURM_NODEID)
 
 
 @dataclass
@@ -76,6 +82,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     count, ``RunContext.repeats``) is in the context it returns. Raises UserInputError /
     UnavailableError on bad input.
     """
+    check_paths(request)
     parsed = parse_case_string(request.case)
     case = registry.cases.get(parsed.case)
     framework = request.framework or parsed.framework or _default_framework(registry, case)
@@ -109,7 +116,16 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         cli_set=parse_set_pairs(request.set_pairs),
         layout={"nproc": (nproc, nproc_source), "nnodes": (nnodes, nnodes_source)},
     )
-    run_id = new_run_id(case.name, framework, request.vendor)
+    job_id, node_rank = job_identity(request.job_id, request.node_rank,
+                                     config.settings.nnodes)
+    if config.settings.nnodes > 1:
+        # The job's id names its result, the same on every node; node 0 records the result,
+        # the others a node record in a folder of their own.
+        run_id = f"{job_id}-{case.name}-{framework}-{request.vendor}"
+        if node_rank:
+            run_id += f".node{node_rank}"
+    else:
+        run_id = new_run_id(case.name, framework, request.vendor)
     cache_dir = request.cache_dir or default_cache_dir()
     context = RunContext(
         run_id=run_id,
@@ -121,10 +137,23 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         cache_dir=cache_dir.resolve(),
         env_mode=request.env_mode,
         repeats=repeats,
+        job_id=job_id,
+        node_rank=node_rank,
     )
     from harness.memory_planner import fit_to_memory
 
     return fit_to_memory(router, context)
+
+
+def check_paths(request: RunRequest) -> None:
+    """Folders the user named must be usable before anything is created."""
+    if request.output.exists() and not request.output.is_dir():
+        raise UserInputError(f"--output {request.output} is a file; give a folder (it is created "
+                             "when missing)")
+    if request.data_dir is not None and not request.data_dir.is_dir():
+        what = "is not a folder" if request.data_dir.exists() else "does not exist"
+        raise UserInputError(f"--data-dir {request.data_dir} {what}; give the folder that holds "
+                             "the dataset, or leave it out to use the cache")
 
 
 def _plan_nproc(request: RunRequest, case_string_nproc: int | None, case: CaseSpec,
@@ -212,73 +241,218 @@ def execute(
     observer: RunObserver | None = None,
 ) -> RunReport:
     """Run all ``context.repeats`` repeats of a planned run and record the result (also when
-    it fails) under ``request.output``."""
+    it fails, is interrupted or terminated, or the disk fills up) under ``request.output``.
+
+    A plugin's one-line error raised before anything trained (a missing package, a layout
+    that does not fit) removes the run folder again and propagates. Raises
+    :class:`~harness.errors.StorageError` when the result could not be written everywhere.
+    """
     reasons = HookRouter(pm, registry).unsupported_reasons(context)
     if reasons:  # said before anything is launched or written, as a sweep skips such a point
         raise UnavailableError("; ".join(reasons))
     observer = observer or RunObserver()
-    settings = context.config.settings
-    run_dir = context.run_dir
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
-    started = _utcnow()
+    with stop_signals_raise():
+        run_dir = context.run_dir
+        try:
+            run_dir.mkdir(parents=True, exist_ok=False)
+        except FileExistsError:
+            raise UserInputError(f"run folder {run_dir} already exists; nothing was overwritten") from None
+        except OSError as exc:
+            raise StorageError(f"could not create the run folder {run_dir}: {exc.strerror or exc}") from None
+        attempt = _Attempt(started=_utcnow())
+        try:
+            atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
+            _run_repeats(pm, registry, context, observer, attempt)
+        except HarnessError as exc:
+            if not attempt.launched:
+                shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no half run folder
+                raise
+            attempt.fail("failed", f"{attempt.stage} failed: {exc}")
+        except KeyboardInterrupt:
+            attempt.fail("interrupted", f"interrupted by the user (SIGINT) during {attempt.stage}")
+        except Terminated as exc:
+            attempt.fail("terminated", f"{exc} during {attempt.stage}")
+        except OSError as exc:  # a full disk or a missing file while preparing the run
+            where = f": {exc.filename}" if exc.filename else ""
+            attempt.fail("failed", f"{attempt.stage} failed: {exc.strerror or exc}{where}")
+        # Whatever signals arrive now, the result is written; a stop signal that came while
+        # the run was already stopping means nothing more.
+        with deferred_signals() as held:
+            if context.node_rank:
+                report = _record_node(context, attempt)
+            else:
+                report = _record(registry, context, request, attempt)
+        if held and report.result.status not in ("interrupted", "terminated"):
+            raise_for(held[0])
+        return report
 
-    router = HookRouter(pm, registry)
+
+@dataclass
+class _Attempt:
+    """What one run produced so far: kept up to date so that an interruption at any point
+    still records everything that ran."""
+
+    started: datetime
+    stage: str = "environment preparation"
+    launched: bool = False
+    env: ExecutionEnv | None = None
+    dataset: DatasetInfo | None = None
+    repeats: list[RepeatResult] = field(default_factory=list)
+    first: LogReading | None = None
+    reason: str | None = None
+    status: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    peak_memory: int | None = None
+    efficiency_router: HookRouter | None = None
+    outcomes: list[ProcessOutcome] = field(default_factory=list)
+
+    def fail(self, status: str, reason: str) -> None:
+        if self.status is None:
+            self.status, self.reason = status, reason
+
+
+def _run_repeats(pm, registry, context: RunContext, observer: RunObserver,
+                 attempt: _Attempt) -> None:
+    settings = context.config.settings
+    router = attempt.efficiency_router = HookRouter(pm, registry)
     if context.memory_estimate is not None:
         from harness.memory_planner import planner_note
 
         observer.stage("memory", planner_note(context))
     observer.stage("environment", f"framework {context.framework}")
-    env: ExecutionEnv = router.prepare_env(context)
+    attempt.env = router.prepare_env(context)
+    attempt.stage = "data preparation"
     observer.stage("data", f"dataset {context.case.dataset}")
-    dataset: DatasetInfo = router.prepare_data(context)
+    attempt.dataset = router.prepare_data(context)
 
     total = context.repeats
-    repeats: list[RepeatResult] = []
-    first: LogReading | None = None
-    reason: str | None = None
-    extras: dict[str, Any] = {}
-    peak_memory: int | None = None
     for index in range(1, total + 1):
+        attempt.stage = f"repeat {index}"
         ctx = context.model_copy(update={"repeat_index": index})
-        launch = router.run(ctx, env, dataset)
-        log_path = run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
+        launch = router.run(ctx, attempt.env, attempt.dataset)
+        log_path = context.run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
         observer.stage("train", f"repeat {index}/{total}")
         observer.start_repeat(ctx, settings.max_steps, launch.log_format)
+        attempt.launched = True
         try:
             outcome: ProcessOutcome = router.execute(ctx, launch, log_path, observer)
         finally:
             observer.end_repeat()
+        attempt.outcomes.append(outcome)
+        if context.node_rank:  # the training figures are node 0's
+            if outcome.status != "success":
+                attempt.fail(outcome.status, outcome.reason or outcome.status)
+                break
+            continue
         reading = read_log(router, ctx, launch, log_path)
         repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, reading, launch.log_format)
-        repeats.append(repeat)
-        extras.update(outcome.extras)
+        attempt.repeats.append(repeat)
+        attempt.extras.update(outcome.extras)
         memory = log_peak_memory(reading)
         if memory:
-            peak_memory = max(peak_memory or 0, memory)
+            attempt.peak_memory = max(attempt.peak_memory or 0, memory)
         if index == 1:
-            first = reading
+            attempt.first = reading
         if repeat.status != "success":
-            reason = f"repeat {index}: {repeat_reason}" if total > 1 else repeat_reason
+            attempt.fail(repeat.status,
+                         f"repeat {index}: {repeat_reason}" if total > 1 else repeat_reason)
             break  # a failed or interrupted repeat ends the run; what ran is recorded
 
-    result = build_result(
-        run_id=context.run_id, config=context.config, reading=first,
-        log_format=repeats[0].log_format if repeats else None,
-        final=_final_result(repeats, first, settings.skip_steps), unit=context.case.unit,
-        step_time=repeats[0].step_time if repeats else None,
-        status=next((r.status for r in repeats if r.status != "success"), "success"),
-        failure_reason=reason, framework_version=env.framework_version,
-        environment=environment_fingerprint(env), started_at=started, finished_at=_utcnow(),
-        log_file=repeats[0].log_file if repeats else "train.log",
-        peak_memory_bytes=peak_memory, devices=context.devices, dataset=dataset,
-        repeats=repeats, device_metrics=extras,
+
+NODE_RECORD = "node.json"
+
+
+def _record_node(context: RunContext, attempt: _Attempt) -> RunReport:
+    """A node other than node 0 of a multi-node job: its processes' outcome, not a result
+    (the training figures are node 0's); a node record pointing at the job's result."""
+    import hashlib
+    import json
+    import socket
+
+    from harness.runner.scrub import scrub_line
+
+    outcome = attempt.outcomes[-1] if attempt.outcomes else None
+    status = attempt.status or (outcome.status if outcome else "failed")
+    if outcome is not None and status == "failed" and outcome.status == "success":
+        status = "success"  # no iteration lines here is normal: rank 0 logs them
+    log = context.run_dir / "train.log"
+    record = {
+        "job_id": context.job_id,
+        "job_run_id": context.run_id.rsplit(".node", 1)[0],
+        "node_rank": context.node_rank,
+        "nnodes": context.config.settings.nnodes,
+        "host": scrub_line(socket.gethostname()),
+        "status": status,
+        "exit_code": outcome.exit_code if outcome else None,
+        "reason": None if status == "success" else (outcome.reason if outcome and outcome.reason
+                                                    else attempt.reason),
+        "log_file": log.name,
+        "log_sha256": hashlib.sha256(log.read_bytes()).hexdigest() if log.exists() else None,
+    }
+    try:
+        atomic_write_text(context.run_dir / NODE_RECORD, json.dumps(record, indent=1) + "\n")
+    except OSError as exc:
+        raise StorageError(f"could not write the node record in {context.run_dir}: "
+                           f"{exc.strerror or exc}") from None
+    result = _node_result(context, attempt, status, record["reason"])
+    return RunReport(result=result, run_dir=context.run_dir, legacy_path=context.run_dir / NODE_RECORD)
+
+
+def _node_result(context: RunContext, attempt: _Attempt, status: str, reason: str | None):
+    """The in-memory result the CLI reports for a node record (not written, not stored)."""
+    return build_result(
+        run_id=context.run_id, config=context.config, reading=None, log_format=None, final=None,
+        unit=context.case.unit, step_time=None, status=status,  # type: ignore[arg-type]
+        failure_reason=reason,
+        framework_version=attempt.env.framework_version if attempt.env else None,
+        environment=environment_fingerprint(attempt.env), started_at=attempt.started,
+        finished_at=_utcnow(), log_file="train.log", peak_memory_bytes=None,
+        devices=context.devices, dataset=attempt.dataset, repeats=attempt.repeats,
     )
-    result.efficiency = _efficiency(router, context, result)
+
+
+def _record(registry: Registry, context: RunContext, request: RunRequest,
+            attempt: _Attempt) -> RunReport:
+    """Build the result and write it to the run folder and the database; each write is tried
+    even when another failed (a full disk), and what failed is one StorageError."""
+    settings = context.config.settings
+    repeats = attempt.repeats
+    status = attempt.status or next((r.status for r in repeats if r.status != "success"), "success")
+    if not repeats and status == "success":  # nothing ran and nothing said why
+        status, attempt.reason = "failed", "no repeat ran"
+    result = build_result(
+        run_id=context.run_id, config=context.config, reading=attempt.first,
+        log_format=repeats[0].log_format if repeats else None,
+        final=_final_result(repeats, attempt.first, settings.skip_steps), unit=context.case.unit,
+        step_time=repeats[0].step_time if repeats else None,
+        status=status,  # type: ignore[arg-type]
+        failure_reason=attempt.reason,
+        framework_version=attempt.env.framework_version if attempt.env else None,
+        environment=environment_fingerprint(attempt.env), started_at=attempt.started,
+        finished_at=_utcnow(),
+        log_file=repeats[0].log_file if repeats else "train.log",
+        peak_memory_bytes=attempt.peak_memory, devices=context.devices, dataset=attempt.dataset,
+        repeats=repeats, device_metrics=attempt.extras,
+    )
+    if attempt.efficiency_router is not None and attempt.env is not None:
+        result.efficiency = _efficiency(attempt.efficiency_router, context, result)
     result.memory_estimate = context.memory_estimate
-    legacy_path = write_run_files(run_dir, result, context.case)
-    ResultStore(request.output).add(result, run_dir)
-    return RunReport(result=result, run_dir=run_dir, legacy_path=legacy_path)
+    run_dir = context.run_dir
+    problems: list[str] = []
+    legacy_path = run_dir / "index"
+    try:
+        legacy_path = write_run_files(run_dir, result, context.case)
+    except OSError as exc:
+        problems.append(f"result files in {run_dir}: {exc.strerror or exc}")
+    try:
+        ResultStore(request.output).add(result, run_dir)
+    except (OSError, sqlite3.Error) as exc:
+        problems.append(f"database {ResultStore(request.output).path}: {exc}")
+    report = RunReport(result=result, run_dir=run_dir, legacy_path=legacy_path)
+    if problems:
+        raise StorageError(f"run {result.status}, but could not record its result: "
+                           + "; ".join(problems), report=report)
+    return report
 
 
 def _final_result(repeats: list[RepeatResult], first: LogReading | None,

@@ -4,54 +4,49 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import signal
 import subprocess
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
 from harness.models import LaunchSpec, ProcessOutcome
 from harness.runner.scrub import scrub_line
+from harness.runner.signals import Terminated, deferred_signals
+from harness.runner.tree import ProcessTree, become_subreaper
 
 KILL_GRACE_S = 10.0
-_ERROR_MARKERS = ("Traceback", "Error", "error:", "FAILED", "Killed", "nan", "NaN")
+TREE_REFRESH_S = 1.0
+# An error line: a traceback, an exception name, an error/failure word, a killed process, a
+# NaN loss. Not Megatron's "number of nan iterations: 0" counter on every iteration line.
+_ERROR_LINE = re.compile(
+    r"Traceback|\b\w*(?:Error|Exception)\b|\berror:|FAILED|Killed|No space left"
+    r"|\b(?:nan|NaN)\b(?! iterations)"
+)
+REASON_LINES, REASON_LINE_CHARS = 3, 240
 
 
 def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _stop_group(proc: subprocess.Popen, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the whole process group, then SIGKILL whatever is left after ``grace_s``."""
-    try:
-        pgid = os.getpgid(proc.pid)
-    except ProcessLookupError:
-        return
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-            # The leader is gone; make sure no child of it survives either.
-            try:
-                os.killpg(pgid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            return
-        except subprocess.TimeoutExpired:
-            continue
+def _short(line: str) -> str:
+    line = line.strip()
+    return line if len(line) <= REASON_LINE_CHARS else line[: REASON_LINE_CHARS - 3] + "..."
 
 
 def failure_reason(tail: list[str], headline: str) -> str:
-    """A reason for a failed run: the headline and the last error lines of the log."""
-    error_lines = [line for line in tail if any(m in line for m in _ERROR_MARKERS)]
-    picked = (error_lines or tail)[-5:]
-    detail = " | ".join(line.strip() for line in picked if line.strip())
+    """A short reason for a failed run: the headline and the last error lines of the log
+    (at most 3, each cut to 240 characters); the last line when no line looks like an error."""
+    lines = [line for line in tail if line.strip()]
+    error_lines = [line for line in lines if _ERROR_LINE.search(line)]
+    picked = error_lines[-REASON_LINES:] if error_lines else lines[-1:]
+    detail = " | ".join(_short(line) for line in picked)
     return f"{headline}: {detail}" if detail else headline
 
 
@@ -68,9 +63,17 @@ def execute_launch(
     env = dict(os.environ if base_env is None else base_env)
     env.update(launch.env)
     env.setdefault("PYTHONUNBUFFERED", "1")
-    log_path.parent.mkdir(parents=True, exist_ok=True)
     started = _now()
     tail: deque[str] = deque(maxlen=40)
+    try:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(log_path, "w", encoding="utf-8")
+    except OSError as exc:
+        return ProcessOutcome(status="failed", exit_code=None,
+                              reason=f"could not create the log {log_path}: {exc.strerror or exc}",
+                              log_path=str(log_path), started_at=started, finished_at=_now())
+    become_subreaper()
+    children_before = ProcessTree.own_children()
     try:
         proc = subprocess.Popen(
             launch.argv,
@@ -82,11 +85,12 @@ def execute_launch(
             start_new_session=True,  # its own process group: we can stop all of it
         )
     except OSError as exc:
-        log_path.write_text(f"could not start {launch.argv[0]!r}: {exc}\n")
-        return ProcessOutcome(
-            status="failed", exit_code=None, reason=f"could not start {launch.argv[0]!r}: {exc}",
-            log_path=str(log_path), started_at=started, finished_at=_now(),
-        )
+        reason = f"could not start {launch.argv[0]!r}: {exc}"
+        _write_quietly(log, reason + "\n")
+        log.close()
+        return ProcessOutcome(status="failed", exit_code=None, reason=reason,
+                              log_path=str(log_path), started_at=started, finished_at=_now())
+    tree = ProcessTree(proc.pid, children_before)
 
     lines: queue.Queue[str | None] = queue.Queue()
 
@@ -101,10 +105,15 @@ def execute_launch(
 
     status, reason = "success", None
     deadline = time.monotonic() + timeout_s
-    last_output = time.monotonic()
-    with open(log_path, "w", encoding="utf-8") as log:
+    last_output = last_refresh = time.monotonic()
+    log_error: str | None = None
+    with _closing_quietly(log):
         try:
             while True:
+                now = time.monotonic()
+                if now - last_refresh > TREE_REFRESH_S:
+                    tree.refresh()  # remember workers before a launcher can orphan them
+                    last_refresh = now
                 try:
                     line = lines.get(timeout=0.25)
                 except queue.Empty:
@@ -121,9 +130,15 @@ def execute_launch(
                     break
                 last_output = time.monotonic()
                 clean = scrub_line(line)
-                log.write(clean)
-                log.flush()
                 tail.append(clean)
+                try:
+                    log.write(clean)
+                    log.flush()
+                except OSError as exc:
+                    # A full disk: training on without a log would measure nothing.
+                    log_error = f"could not write the log {log_path}: {exc.strerror or exc}"
+                    status, reason = "failed", log_error
+                    break
                 if on_line is not None:
                     on_line(clean)
                 if time.monotonic() > deadline:
@@ -131,27 +146,35 @@ def execute_launch(
                     break
         except KeyboardInterrupt:
             status, reason = "interrupted", "interrupted by the user (SIGINT)"
+        except Terminated as exc:
+            status, reason = "terminated", str(exc)
         finally:
-            if status != "success":
-                _stop_group(proc)
-                log.write(f"[harness] run stopped: {reason}\n")
-            exit_code = proc.wait()
-            thread.join(timeout=5)
-            # Drain lines that arrived after the loop ended so nothing is lost.
-            while True:
-                try:
-                    line = lines.get_nowait()
-                except queue.Empty:
-                    break
-                if line is not None:
-                    clean = scrub_line(line)
-                    log.write(clean)
-                    tail.append(clean)
+            # Whatever signals arrive now, the processes are stopped and the outcome returned.
+            with deferred_signals():
+                survivors = _finish(proc, tree, stopping=status != "success")
+                if status != "success" and log_error is None:
+                    _write_quietly(log, f"[harness] run stopped: {reason}\n")
+                exit_code = proc.wait()
+                thread.join(timeout=5)
+                # Drain lines that arrived after the loop ended so nothing is lost.
+                while True:
+                    try:
+                        line = lines.get_nowait()
+                    except queue.Empty:
+                        break
+                    if line is not None:
+                        clean = scrub_line(line)
+                        tail.append(clean)
+                        if log_error is None:
+                            _write_quietly(log, clean)
     if status == "success" and exit_code != 0:
         status = "failed"
         reason = failure_reason(list(tail), f"training process exited with code {exit_code}")
-    elif status != "success":
+    elif status != "success" and log_error is None:
         reason = failure_reason(list(tail), reason or status)
+    if survivors:
+        reason = (reason + "; " if reason else "") + (
+            f"{len(survivors)} process(es) could not be stopped: pids {', '.join(map(str, survivors))}")
     return ProcessOutcome(
         status=status,  # type: ignore[arg-type]
         exit_code=exit_code,
@@ -160,3 +183,41 @@ def execute_launch(
         started_at=started,
         finished_at=_now(),
     )
+
+
+def _finish(proc: subprocess.Popen, tree: ProcessTree, *, stopping: bool) -> list[int]:
+    """Stop the launch's whole tree (when ``stopping``) or whatever it left running after it
+    ended by itself (daemons, orphaned workers); returns the pids that survived."""
+    if stopping:
+        try:
+            pgid = os.getpgid(proc.pid)
+        except ProcessLookupError:
+            pgid = None
+        return tree.stop(KILL_GRACE_S, leader_pgid=pgid)
+    proc.wait()
+    tree.refresh()
+    if tree.alive():
+        return tree.stop(KILL_GRACE_S)
+    tree.reap()
+    return []
+
+
+@contextmanager
+def _closing_quietly(log):
+    """Close the log at the end; on a full disk closing fails too, and that is reported."""
+    try:
+        yield log
+    finally:
+        try:
+            log.close()
+        except OSError:
+            pass
+
+
+def _write_quietly(log, text: str) -> None:
+    """Write to the log where there is room; a full disk is already reported."""
+    try:
+        log.write(text)
+        log.flush()
+    except (OSError, ValueError):
+        pass

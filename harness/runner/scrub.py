@@ -29,6 +29,29 @@ def _host_names() -> tuple[str, ...]:
     return tuple(sorted((n for n in names if n and n not in ("localhost",)), key=len, reverse=True))
 
 
+# Words the log formats read (iteration lines, DLLogger keys). A machine named like one of
+# them is not scrubbed: replacing the word would make the log unreadable, and the word alone
+# says nothing about the machine.
+LOG_WORDS = frozenset({
+    "iteration", "iterations", "step", "steps", "epoch", "loss", "lm", "lr", "learning", "rate",
+    "time", "elapsed", "consumed", "samples", "tokens", "global", "batch", "size", "throughput",
+    "memory", "grad", "norm", "train", "training", "eval", "ips", "speed", "avg", "rank", "node",
+    "nan", "skipped", "number", "of", "per", "ms", "s", "sec", "loss_scale", "reader_cost",
+    "batch_cost", "max_memory_allocated", "dllogger", "event", "data", "info", "warning", "error",
+})
+
+
+@lru_cache(maxsize=64)
+def _host_pattern(names: tuple[str, ...]) -> re.Pattern | None:
+    """Whole host-name tokens: not inside a longer name (``vm`` in ``vmstat``), and not a
+    name followed by more of a domain (``gpu-17`` in ``gpu-17.cluster``, replaced whole)."""
+    names = tuple(n for n in names if n.lower() not in LOG_WORDS)
+    if not names:
+        return None
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?<![\w.-])(?:{alternatives})(?![\w-]|\.\w)", re.IGNORECASE)
+
+
 def _ipv6_sub(match: re.Match) -> str:
     text = match.group(0)
     try:
@@ -39,10 +62,11 @@ def _ipv6_sub(match: re.Match) -> str:
 
 
 def scrub_line(line: str, host_names: tuple[str, ...] | None = None) -> str:
-    """Replace IPv4/IPv6 addresses with ``<ip>``/``<ipv6>`` and host names with ``<host>``."""
-    for name in host_names if host_names is not None else _host_names():
-        if name in line:
-            line = line.replace(name, "<host>")
+    """Replace IPv4/IPv6 addresses with ``<ip>``/``<ipv6>`` and whole host-name tokens with
+    ``<host>``."""
+    pattern = _host_pattern(tuple(host_names) if host_names is not None else _host_names())
+    if pattern is not None:
+        line = pattern.sub("<host>", line)
     line = _IPV4.sub("<ip>", line)
     if ":" in line:
         line = _IPV6_CANDIDATE.sub(_ipv6_sub, line)

@@ -12,6 +12,7 @@ from harness.errors import HarnessError, UnavailableError
 from harness.results_io import atomic_write_text
 from harness.runner.observer import RunObserver
 from harness.runner.pipeline import execute, plan
+from harness.runner.signals import Terminated, stop_signals_raise, terminated_exit_code
 from harness.sweep.planner import PlannedRun, SweepOptions
 from harness.sweep.progress import SweepObserver, SweepProgress
 
@@ -28,7 +29,7 @@ class SweepRow:
     """What became of one point of the matrix."""
 
     planned: PlannedRun
-    status: str  # success | failed | timeout | hang | interrupted | skipped | done | invalid | not run
+    status: str  # success | failed | timeout | hang | interrupted | terminated | skipped | done | invalid | not run
     reason: str | None = None
     run_id: str | None = None
     value: float | None = None
@@ -40,6 +41,7 @@ class SweepSummary:
     name: str
     rows: list[SweepRow] = field(default_factory=list)
     interrupted: bool = False
+    stop_exit_code: int | None = None  # 128 + signal when SIGTERM/SIGHUP stopped the sweep
 
     def count(self, *statuses: str) -> int:
         return sum(1 for row in self.rows if row.status in statuses)
@@ -51,7 +53,7 @@ class SweepSummary:
     @property
     def exit_code(self) -> int:
         if self.interrupted:
-            return 130
+            return self.stop_exit_code or 130
         return 1 if self.failed_rows else 0
 
 
@@ -101,22 +103,41 @@ def run_sweep(
     summary = SweepSummary(name)
     todo = [p for p in planned if p.state == "todo"]
     progress = progress or SweepProgress(len(todo))
-    for item in planned:
-        if summary.interrupted:
-            summary.rows.append(SweepRow(item, "not run", "the sweep was interrupted before it"))
-            continue
-        if item.state == "done":
-            summary.rows.append(row_from_recorded(item))
-            continue
-        if item.state in ("skipped", "invalid"):
-            summary.rows.append(SweepRow(item, item.state, item.reason))
-            continue
-        row = _run_one(pm, registry, name, source, item, len(planned), progress,
-                       observer_factory, emit)
-        summary.rows.append(row)
-        if row.status == "interrupted":
-            summary.interrupted = True
+    with stop_signals_raise():
+        for item in planned:
+            if summary.interrupted:
+                summary.rows.append(SweepRow(item, "not run", "the sweep was interrupted before it"))
+                continue
+            try:
+                row = _row_of(pm, registry, name, source, item, len(planned), progress,
+                              observer_factory, emit)
+            except (KeyboardInterrupt, Terminated) as exc:
+                # Between two runs (planning the next, writing a marker): nothing of this point
+                # ran; the sweep stops here and says how to resume, like inside a run.
+                summary.rows.append(SweepRow(item, "not run", "the sweep was interrupted before it"))
+                _stop(summary, exc)
+                continue
+            summary.rows.append(row)
+            if row.status == "interrupted":
+                _stop(summary, None)
+            elif row.status == "terminated":
+                _stop(summary, Terminated(terminated_exit_code() - 128))
     return summary
+
+
+def _stop(summary: SweepSummary, exc: BaseException | None) -> None:
+    summary.interrupted = True
+    if isinstance(exc, Terminated):
+        summary.stop_exit_code = exc.exit_code
+
+
+def _row_of(pm, registry, name, source, item: PlannedRun, total: int, progress: SweepProgress,
+            observer_factory, emit) -> SweepRow:
+    if item.state == "done":
+        return row_from_recorded(item)
+    if item.state in ("skipped", "invalid"):
+        return SweepRow(item, item.state, item.reason)
+    return _run_one(pm, registry, name, source, item, total, progress, observer_factory, emit)
 
 
 def _run_one(pm, registry, name, source, item: PlannedRun, total: int, progress: SweepProgress,
@@ -132,6 +153,8 @@ def _run_one(pm, registry, name, source, item: PlannedRun, total: int, progress:
         report = execute(pm, registry, context, request, observer)
     except KeyboardInterrupt:
         return SweepRow(item, "interrupted", "interrupted by the user before the run was recorded")
+    except Terminated as exc:
+        return SweepRow(item, "terminated", f"{exc} before the run was recorded")
     except UnavailableError as exc:
         # The machine cannot run it after all (e.g. a plugin's prepare_env finds no GPU or a
         # missing package): listed as skipped with the plugin's reason, like at planning time.

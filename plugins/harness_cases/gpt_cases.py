@@ -27,6 +27,14 @@ GPT_VENDOR_OVERRIDABLE = frozenset({
     "pipeline_parallel_degree", "fused_optimizer", "attention_backend", "offload",
 })
 
+# Values the training scripts understand, checked before launch: recompute granularity, and
+# the attention kernel (auto/flash/cudnn/efficient: PyTorch's SDPA backends; local:
+# Megatron-core's own attention).
+GPT_CHOICES = {
+    "recompute": ("none", "selective", "full"),
+    "attention_backend": ("auto", "flash", "cudnn", "efficient", "local"),
+}
+
 # A laptop-CPU preset: same code path, tiny dimensions, a handful of steps.
 GPT_SMOKE = {
     "num_layers": 2, "hidden_size": 128, "num_heads": 4, "seq_len": 256, "vocab_size": 2048,
@@ -68,6 +76,7 @@ def gpt3_case(name: str) -> CaseSpec:
         smoke=GPT_SMOKE,
         immutable=GPT_IMMUTABLE,
         vendor_overridable=GPT_VENDOR_OVERRIDABLE,
+        choices=GPT_CHOICES,
     )
 
 

@@ -48,6 +48,9 @@ def matrix_case(case: MatrixCase) -> CaseSpec:
                "vocab_size": 2048, "max_steps": 12, "skip_steps": 4},
         immutable=MATRIX_IMMUTABLE,
         vendor_overridable=MATRIX_VENDOR_OVERRIDABLE,
+        # What train_megatron_gpt.py understands: full recompute or none; local attention or
+        # PyTorch's SDPA (auto).
+        choices={"recompute": ("none", "full"), "attention_backend": ("auto", "local")},
     )
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from harness import hookimpl
 from harness.errors import UnavailableError, UserInputError
-from harness.launch import rendezvous_endpoint
+from harness.launch import torchrun_node_arguments
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
@@ -96,11 +96,7 @@ def build_argv(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo,
     settings = context.config.settings
     prefix = Path(dataset.path) / dataset.files[0].removesuffix("_ids.npy")
     argv = [env.python, "-m", "torch.distributed.run", f"--nproc-per-node={settings.nproc}"]
-    if settings.nnodes == 1:
-        argv.append("--standalone")
-    else:
-        argv += [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d",
-                 f"--rdzv-endpoint={rendezvous_endpoint()}"]
+    argv += torchrun_node_arguments(context)
     argv += [str(SCRIPT), "--config", str(context.run_dir / "config.json"),
              "--data-prefix", str(prefix), "--flops-per-token", repr(flops_per_token)]
     return argv

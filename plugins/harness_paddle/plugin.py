@@ -129,7 +129,8 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
         argv = [env.python, *launcher, "--nproc_per_node", str(settings.nproc),
                 "--log_dir", str(context.run_dir / "paddle_launch")]
         if settings.nnodes > 1:
-            argv += ["--nnodes", str(settings.nnodes), "--master", rendezvous_endpoint()]
+            argv += ["--nnodes", str(settings.nnodes), "--master", rendezvous_endpoint(),
+                     "--rank", str(context.node_rank), "--job_id", str(context.job_id)]
         argv += script_args
     variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,

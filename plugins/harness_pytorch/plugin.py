@@ -8,7 +8,7 @@ from importlib import metadata
 from pathlib import Path
 
 from harness import hookimpl
-from harness.launch import rendezvous_endpoint
+from harness.launch import torchrun_node_arguments
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
@@ -68,11 +68,7 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
         argv = [env.python, *script_args]
     else:
         argv = [env.python, "-m", "torch.distributed.run", f"--nproc-per-node={settings.nproc}"]
-        if settings.nnodes == 1:
-            argv.append("--standalone")
-        else:
-            argv += [f"--nnodes={settings.nnodes}", "--rdzv-backend=c10d",
-                     f"--rdzv-endpoint={rendezvous_endpoint()}"]
+        argv += torchrun_node_arguments(context)
         argv += script_args
     from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 

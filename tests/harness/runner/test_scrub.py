@@ -30,3 +30,18 @@ def test_host_names_are_replaced():
 def test_this_machines_host_name_is_scrubbed_by_default():
     host = socket.gethostname()
     assert host not in scrub_line(f"started on {host}")
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("vmstat says vm is busy", "vmstat says <host> is busy"),
+    ("host vm.", "host <host>."),
+    ("on vm:29500 and vm-2 and avm", "on <host>:29500 and vm-2 and avm"),
+    ("VM rebooted", "<host> rebooted"),
+])
+def test_only_whole_host_name_tokens_are_replaced(line, expected):
+    assert scrub_line(line, ("vm",)) == expected
+
+
+def test_a_host_named_like_a_log_word_keeps_the_log_readable():
+    line = " iteration        3/       8 | lm loss: 5.0E+00 | learning rate: 1.0E-04 |"
+    assert scrub_line(line, ("iteration", "loss")) == line

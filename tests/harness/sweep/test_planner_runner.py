@@ -238,3 +238,27 @@ def test_unavailable_at_run_time_is_a_skip(toy_pm, tmp_path, monkeypatch):
     summary = run_sweep(pm, registry, "s", planned, options)
     assert [(r.status, r.reason) for r in summary.rows] == [("skipped", "framework toyfw needs a GPU")]
     assert summary.exit_code == 0
+
+
+@pytest.mark.parametrize("signum, status_code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_signal_between_two_points_stops_the_sweep_resumably(toy_pm, tmp_path, signum, status_code):
+    """A real signal delivered while the sweep is between runs (announcing the second point),
+    not inside one: the sweep still stops as interrupted, so the CLI prints the resume hint."""
+    import os
+    import signal
+
+    pm, registry = toy_pm
+    options = _options(tmp_path)
+    points = apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 5}, {"width": 6}]}, {})
+    planned = plan_sweep(pm, registry, points, options)
+    headlines = []
+
+    def emit(text):
+        headlines.append(text)
+        if len(headlines) == 2:
+            os.kill(os.getpid(), getattr(signal, signum))
+
+    summary = run_sweep(pm, registry, "s", planned, options, emit=emit)
+    assert [r.status for r in summary.rows] == ["success", "not run", "not run"]
+    assert summary.interrupted and summary.exit_code == status_code
+    assert [p.state for p in plan_sweep(pm, registry, points, options)] == ["done", "todo", "todo"]

@@ -68,13 +68,16 @@ def test_argv_tensor_parallel_case(pm, tmp_path):
 
 def test_argv_multi_node_needs_master_addr(pm, tmp_path, monkeypatch):
     monkeypatch.delenv("MASTER_ADDR", raising=False)
+    monkeypatch.setenv("HARNESS_JOB_ID", "job-7")
+    monkeypatch.setenv("NODE_RANK", "1")
+    with pytest.raises(UserInputError, match="MASTER_ADDR"):  # found when the run is planned
+        gpu_context(pm, tmp_path, "DP_16x1x1_32_1536x16")
+    monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
     context = gpu_context(pm, tmp_path, "DP_16x1x1_32_1536x16")
     assert context.config.settings.nnodes == 2
-    with pytest.raises(UserInputError, match="MASTER_ADDR"):
-        plugin.run(context=context, env=ENV, dataset=DATA)
-    monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
     argv = plugin.run(context=context, env=ENV, dataset=DATA).argv
     assert "--nnodes=2" in argv and "--rdzv-endpoint=10.0.0.1:29500" in argv
+    assert "--rdzv-id=job-7" in argv and "--node-rank=1" in argv and "--max-restarts=0" in argv
     assert "--standalone" not in argv
 
 

@@ -1,0 +1,95 @@
+"""Stop signals: SIGTERM and SIGHUP end a run like Ctrl-C, and nothing interrupts the writing
+of its result.
+
+``timeout``, CI runners, Slurm and Kubernetes stop a job with SIGTERM; a closed terminal sends
+SIGHUP. Python only turns SIGINT into an exception, so :func:`stop_signals_raise` makes the
+other two raise :class:`Terminated`. Once a run is stopping, :func:`deferred_signals` holds
+every further stop signal back until the stop and the result are done (a second Ctrl-C 0.3 s
+after the first must not land inside them).
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP arrived. A BaseException, like KeyboardInterrupt, so that ordinary
+    ``except Exception`` handlers do not swallow it."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"terminated by {signal.Signals(signum).name}")
+        self.signum = signum
+
+    @property
+    def exit_code(self) -> int:
+        return 128 + self.signum
+
+
+_last_terminating: list[int] = []
+
+
+def _raise_terminated(signum, _frame) -> None:
+    _last_terminating.append(signum)
+    raise Terminated(signum)
+
+
+def terminated_exit_code() -> int:
+    """128 + the SIGTERM/SIGHUP that terminated the last run (143 when none is known)."""
+    return 128 + (_last_terminating[-1] if _last_terminating else signal.SIGTERM)
+
+
+def _in_main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
+
+
+@contextmanager
+def stop_signals_raise() -> Iterator[None]:
+    """While inside, SIGTERM and SIGHUP raise :class:`Terminated` (SIGINT raises
+    KeyboardInterrupt as always). Does nothing outside the main thread."""
+    if not _in_main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _raise_terminated) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+class _Deferred:
+    def __init__(self) -> None:
+        self.received: list[int] = []
+
+    def __call__(self, signum, _frame) -> None:
+        self.received.append(signum)
+
+
+@contextmanager
+def deferred_signals() -> Iterator[list[int]]:
+    """While inside, stop signals are recorded instead of acted on; yields the list of the
+    signals that arrived. The caller decides what they mean afterwards (a run that is
+    already stopping ignores them)."""
+    deferred = _Deferred()
+    if not _in_main_thread():
+        yield deferred.received
+        return
+    previous = {sig: signal.signal(sig, deferred) for sig in STOP_SIGNALS}
+    try:
+        yield deferred.received
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def raise_for(signum: int) -> None:
+    """Act on a signal that was held back: raise what it would have raised."""
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
+    raise Terminated(signum)
