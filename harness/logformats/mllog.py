@@ -28,6 +28,14 @@ Throughput records, from what each benchmark logs:
 A record's step is the training iteration it ends at where the global batch says so
 (samples / ``global_batch_size``), so warm-up is counted in iterations.
 
+MLPerf v0.6 logs use the older line form ``:::MLL 1558515660.674 run_start: {"value": null,
+"metadata": {...}}`` (seconds, key before the JSON); it is read into the same entries. Google's
+v0.6 TPU logs give the dataset as ``num_train_examples`` (after ``run_start``) and open the next
+block before closing the previous one, so intervals are paired by their epoch number, not by
+order. In BERT logs ``train_samples`` logged at init is the planned total, not an epoch, and
+Google's TF2 BERT blocks count training steps in ``epoch_count``: there a block's samples are
+``epoch_count * global_batch_size``.
+
 Some submissions print the framework's own figure outside the MLLOG lines, e.g. NVIDIA's BERT
 ``{'e2e_time': 1195.3, 'training_sequences_per_second': 2541.1, ...}``; it is the
 ``framework`` method's figure, and its field is named.
@@ -35,6 +43,7 @@ Some submissions print the framework's own figure outside the MLLOG lines, e.g. 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from typing import Any
@@ -44,6 +53,8 @@ from harness.logparse.recorder import RecordingParser
 from harness.models import StepRecord
 
 MARKER = ":::MLLOG"
+LEGACY_MARKER = ":::MLL "  # MLPerf v0.6: ":::MLL <seconds> <key>: {json}"
+_LEGACY_LINE = re.compile(r":::MLL ([\d.]+) (\w+): (\{.*\})")
 _FRAMEWORK_FIGURE = re.compile(
     r"['\"]?(training_sequences_per_second|training_samples_per_second|samples_per_second|"
     r"throughput|avg_exp_per_second)['\"]?\s*[:=]\s*([\d.]+(?:[eE][-+]?\d+)?)")
@@ -67,7 +78,24 @@ class MLLogParser(RecordingParser):
         self._blocks: list[tuple[float, float, dict]] = []
         self._global_batch: int | None = None
 
+    def _legacy_entry(self, line: str) -> dict | None:
+        """A v0.6 ``:::MLL <seconds> <key>: {json}`` line as an MLLOG entry."""
+        match = _LEGACY_LINE.search(line)
+        if match is None:
+            return None
+        try:
+            payload = json.loads(match.group(3))
+        except ValueError:
+            return None
+        if not isinstance(payload, dict):
+            return None
+        return {"key": match.group(2), "time_ms": float(match.group(1)) * 1000.0,
+                "value": payload.get("value"), "metadata": payload.get("metadata")}
+
     def feed(self, line: str) -> StepRecord | None:
+        if MARKER not in line and LEGACY_MARKER in line:
+            entry = self._legacy_entry(line)
+            return self._entry(entry) if entry is not None else None
         if MARKER not in line:
             if "per_second" in line or "throughput" in line:
                 match = _FRAMEWORK_FIGURE.search(line)
@@ -79,6 +107,9 @@ class MLLogParser(RecordingParser):
         entry = self.marked_json(line, MARKER)
         if entry is None:
             return None
+        return self._entry(entry)
+
+    def _entry(self, entry: dict) -> StepRecord | None:
         key = entry.get("key")
         value = entry.get("value")
         metadata = entry.get("metadata") if isinstance(entry.get("metadata"), dict) else {}
@@ -87,6 +118,8 @@ class MLLogParser(RecordingParser):
         if key == "global_batch_size" and number:
             self._global_batch = int(value)
             self.meta["global_batch_size"] = int(value)
+        elif key == "num_train_examples" and number:
+            self._samples_per_epoch = float(value)  # Google v0.6: the dataset, after run_start
         elif key == "train_samples" and number:
             if self._run_start is None:
                 self._samples_per_epoch = float(value)  # the dataset, logged at init
@@ -112,14 +145,26 @@ class MLLogParser(RecordingParser):
         elif key in ("tracked_stats", "throughput"):
             return self._tracked_stats(value, metadata)
         elif key in ("epoch_start", "block_start") and isinstance(time_ms, (int, float)):
-            self._open[key[:-6]] = (float(time_ms), metadata)
+            self._open[self._interval_key(key[:-6], metadata)] = (float(time_ms), metadata)
         elif key in ("epoch_stop", "block_stop") and isinstance(time_ms, (int, float)):
             kind = key[:-5]
-            opened = self._open.pop(kind, None)
+            opened = self._open.pop(self._interval_key(kind, metadata), None)
+            if opened is None:  # a stop naming no epoch closes the last interval of its kind
+                opened = self._pop_last(kind)
             if opened is not None and time_ms > opened[0]:
                 merged = {**opened[1], **metadata}  # epoch_count on either record
                 (self._epochs if kind == "epoch" else self._blocks).append((opened[0], float(time_ms), merged))
         return None
+
+    @staticmethod
+    def _interval_key(kind: str, metadata: dict) -> tuple:
+        """Pairs a start with its stop by epoch number: blocks may overlap (Google v0.6)."""
+        number = metadata.get("first_epoch_num" if kind == "block" else "epoch_num")
+        return (kind, number if isinstance(number, (int, float)) else None)
+
+    def _pop_last(self, kind: str) -> tuple[float, dict] | None:
+        keys = [k for k in self._open if k[0] == kind]
+        return self._open.pop(keys[-1]) if keys else None
 
     def _tracked_stats(self, value: Any, metadata: dict) -> StepRecord | None:
         if isinstance(value, dict):
@@ -142,8 +187,15 @@ class MLLogParser(RecordingParser):
 
     def _interval_records(self) -> None:
         """Epoch (else block) intervals as records, once the whole log is known."""
+        if self.meta.get("benchmark") == "bert":
+            # BERT has no epochs: train_samples at init is the planned total.
+            self._samples_per_epoch = None
+            if not self._total_samples and self._blocks and self._global_batch:
+                self._step_blocks()
+                return
         if self._samples_per_epoch and (self._epochs or self._blocks):
             intervals, kind = (self._epochs, "epoch") if self._epochs else (self._blocks, "block")
+            intervals = sorted(intervals, key=lambda interval: interval[0])
             self.meta["throughput_records"] = f"{kind} intervals (train_samples per epoch / interval time)"
             done = 0.0
             for start, stop, metadata in intervals:
@@ -174,6 +226,20 @@ class MLLogParser(RecordingParser):
                         throughput=self._total_samples / seconds, samples=int(self._total_samples),
                         loss=self._last_loss)
 
+    def _step_blocks(self) -> None:
+        """Blocks whose ``epoch_count`` is training steps (Google's TF2 BERT)."""
+        self.meta["throughput_records"] = "block intervals (epoch_count steps * global_batch_size / interval time)"
+        steps = 0
+        for start, stop, metadata in sorted(self._blocks):
+            count = metadata.get("epoch_count")
+            if not isinstance(count, (int, float)) or count <= 0:
+                continue
+            samples = float(count) * self._global_batch
+            seconds = (stop - start) / 1000.0
+            steps += int(count)
+            self.record(step=steps, step_time_s=seconds, throughput=samples / seconds,
+                        samples=int(samples), loss=self._last_loss)
+
     def finish(self):
         if not self._tracked:
             self._interval_records()
@@ -190,7 +256,9 @@ class MLLogFormat(LogFormat):
     default_method = "harness"
 
     def detect(self, line: str) -> bool:
-        return MARKER in line and '"key"' in line
+        if MARKER in line:
+            return '"key"' in line
+        return _LEGACY_LINE.search(line) is not None if LEGACY_MARKER in line else False
 
     def new_parser(self, **hints: Any) -> MLLogParser:
         return MLLogParser(**hints)

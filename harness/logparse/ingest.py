@@ -204,11 +204,15 @@ def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
     batch = int(batch) if batch else 0
     precision = str(facts["precision"].value)
     warnings = list(agg.warnings) if agg is not None else []
-    truncated = streamed.cut_mid_line or (
-        bool(parsed.meta.get("end_marker")) and not parsed.meta.get("run_complete"))
+    # A format with an end-of-run marker knows the run finished when it saw the marker, even
+    # if the file lacks a final newline (Google's MLPerf v0.6 logs end that way).
+    has_end_marker = bool(parsed.meta.get("end_marker"))
+    ended = has_end_marker and bool(parsed.meta.get("run_complete"))
+    no_marker = has_end_marker and not ended
+    truncated = no_marker or (streamed.cut_mid_line and not ended)
     if truncated:
-        why = "it ends in the middle of a line" if streamed.cut_mid_line else \
-            f"it has no end-of-run marker ({parsed.meta.get('end_marker')})"
+        why = f"it has no end-of-run marker ({parsed.meta.get('end_marker')})" if no_marker else \
+            "it ends in the middle of a line"
         warnings.append(f"the log looks truncated: {why}")
     case_name = request.case or _default_case(path)
     case = _case_spec(registry, case_name, unit)
