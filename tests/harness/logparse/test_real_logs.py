@@ -20,8 +20,10 @@ import pytest
 from harness.cli.main import main
 
 CORPUS = Path(__file__).resolve().parent / "real_logs"
-MANIFEST = CORPUS / "manifest.json"
-ENTRIES = json.loads(MANIFEST.read_text(encoding="utf-8"))
+# One manifest per collection (``real_logs/manifest.json`` and ``real_logs/<source>/manifest.json``);
+# an entry's path is relative to the corpus folder.
+MANIFESTS = sorted(CORPUS.rglob("manifest.json"))
+ENTRIES = [entry for manifest in MANIFESTS for entry in json.loads(manifest.read_text(encoding="utf-8"))]
 
 
 def tolerance(match: str) -> float:
