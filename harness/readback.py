@@ -91,7 +91,7 @@ def expected_values(config: ResolvedConfig, *, model_parameters: int | None,
     per replica where the case has those parameters).
     """
     settings = config.settings.model_dump()
-    expected: dict[str, Any] = {**settings, **config.params}
+    expected: dict[str, Any] = {**settings, **config.params, "model": config.model}
     per_replica = 1
     for key in ("tensor_parallel_degree", "pipeline_parallel_degree"):
         value = config.params.get(key)
