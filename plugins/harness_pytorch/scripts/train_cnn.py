@@ -23,12 +23,8 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from cnn_models import build_model, trainable_parameters
 from dll import dll
 from lr_schedule import lr_at
-<<<<<<< HEAD
-from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
-=======
 from readback import print_readback
-from torch_setup import read_config, run_and_exit, start_runtime
->>>>>>> 060185f (Read-back line in every built-in training script (PyTorch BERT/CNN, Paddle GPT/BERT/CNN, MXNet CNN, Megatron-core GPT with the whole-model parameter count over tensor/pipeline ranks); launches declare their scripts)
+from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 from image_records import ImageRecords
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
