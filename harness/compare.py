@@ -7,6 +7,10 @@ whether the difference exceeds the runs' own noise:
 
     noise(run) = CV of FINAL_RESULT over its repeats (2 or more), else its step-time CV
     beyond noise  <=>  |B/A - 1| > NOISE_SIGMAS * sqrt(noise(A)^2 + noise(B)^2)
+
+Runs measured over different windows (steps, warm-up, learning rate and schedule, dataset,
+seed: ``harness.measurement_window``) are not paired unless the caller allows it
+(``allow_different_windows``): their ratio would not be a like-for-like figure.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import UserInputError
+from harness.measurement_window import locked_differences
 from harness.models import BenchmarkResult
 from harness.report.data import ReportFilter, ReportRun, load_runs
 from harness.report.noise import Noise, run_noise
@@ -82,6 +87,8 @@ class Pair:
 
 def _describe(r: BenchmarkResult, key: tuple) -> str:
     text = (f"{r.case} {r.vendor} {r.nnodes}x{r.nproc} {r.precision} bs{r.micro_batch_size}")
+    if r.modified:
+        text += f" [modified: {', '.join(r.modified)}]"
     if r.config.settings.grad_accum_steps > 1:
         text += f" acc{r.config.settings.grad_accum_steps}"
     if key and key[-1]:
@@ -98,6 +105,8 @@ class Comparison:
     pairs: list[Pair] = field(default_factory=list)
     only_a: list[ReportRun] = field(default_factory=list)
     only_b: list[ReportRun] = field(default_factory=list)
+    #: Runs that matched but were measured over different windows: (A, B, key -> (A's, B's)).
+    different_windows: list[tuple[ReportRun, ReportRun, dict]] = field(default_factory=list)
 
     def slower_than(self, pct: float) -> list[Pair]:
         """Pairs where B's throughput is more than ``pct`` percent below A's."""
@@ -117,6 +126,9 @@ class Comparison:
             } for p in self.pairs],
             "only_a": [r.result.run_id for r in self.only_a],
             "only_b": [r.result.run_id for r in self.only_b],
+            "different_windows": [{"run_a": a.result.run_id, "run_b": b.result.run_id,
+                                   "keys": {k: list(v) for k, v in diff.items()}}
+                                  for a, b, diff in self.different_windows],
         }
 
 
@@ -128,8 +140,9 @@ def comparison_key(run: ReportRun) -> tuple:
             s.grad_accum_steps, r.config.hardware_config or "", run.label or "")
 
 
-def compare_sides(a: Side, b: Side) -> Comparison:
-    """Pair the successful runs of two sides by ``comparison_key``."""
+def compare_sides(a: Side, b: Side, allow_different_windows: bool = False) -> Comparison:
+    """Pair the successful runs of two sides by ``comparison_key``; runs whose measurement
+    windows differ are listed apart instead of paired, unless ``allow_different_windows``."""
     ok_a = {comparison_key(r): r for r in a.runs if r.ok}
     ok_b = {comparison_key(r): r for r in b.runs if r.ok}
     comparison = Comparison(a.label, b.label)
@@ -138,13 +151,19 @@ def compare_sides(a: Side, b: Side) -> Comparison:
         if run_b is None:
             comparison.only_a.append(run_a)
             continue
+        differences = locked_differences(run_a.result.config, run_b.result.config)
+        if differences and not allow_different_windows:
+            comparison.different_windows.append((run_a, run_b, differences))
+            continue
         comparison.pairs.append(_pair(key, run_a.result, run_b.result))
     comparison.only_b = [r for k, r in ok_b.items() if k not in ok_a]
     return comparison
 
 
-def compare_runs(a: BenchmarkResult, b: BenchmarkResult) -> Comparison:
-    """Two named runs, compared whatever their settings (same unit required)."""
+def compare_runs(a: BenchmarkResult, b: BenchmarkResult,
+                 allow_different_windows: bool = False) -> Comparison:
+    """Two named runs, compared whatever their settings (same unit and, unless allowed,
+    the same measurement window required)."""
     for result in (a, b):
         if result.status != "success" or result.throughput is None:
             raise UserInputError(f"run {result.run_id} did not succeed ({result.status}); "
@@ -152,6 +171,12 @@ def compare_runs(a: BenchmarkResult, b: BenchmarkResult) -> Comparison:
     if a.throughput.unit != b.throughput.unit:
         raise UserInputError(f"runs measure different units ({a.throughput.unit} vs "
                              f"{b.throughput.unit}); they cannot be compared")
+    differences = locked_differences(a.config, b.config)
+    if differences and not allow_different_windows:
+        raise UserInputError(
+            f"runs {a.run_id} and {b.run_id} were measured over different windows ("
+            + ", ".join(f"{k} {va} vs {vb}" for k, (va, vb) in differences.items())
+            + "); pass --allow-different-windows to compare them anyway")
     comparison = Comparison(a.run_id, b.run_id)
     comparison.pairs.append(_pair((), a, b))
     return comparison
@@ -177,7 +202,7 @@ def load_side(spec: str, results: Path, filters: ReportFilter) -> Side | Benchma
 
 
 def compare_frameworks(results: Path, framework_a: str, framework_b: str,
-                       filters: ReportFilter) -> Comparison:
+                       filters: ReportFilter, allow_different_windows: bool = False) -> Comparison:
     runs = load_runs(results, filters)
     side_a = Side(framework_a, [r for r in runs if r.result.framework == framework_a])
     side_b = Side(framework_b, [r for r in runs if r.result.framework == framework_b])
@@ -185,4 +210,4 @@ def compare_frameworks(results: Path, framework_a: str, framework_b: str,
         if not side.runs:
             raise UserInputError(f"no recorded runs of framework {side.label!r} in {results} "
                                  f"({filters.describe()})")
-    return compare_sides(side_a, side_b)
+    return compare_sides(side_a, side_b, allow_different_windows)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from harness.errors import HarnessError, UserInputError, did_you_mean
+from harness.measurement_window import LOCKED_KEYS, locked_keys_touched
 from harness.models import CaseSpec, ResolvedConfig, RunSettings
 from harness.models.case import ParamValue
 
@@ -102,6 +103,13 @@ def resolve_config(
             raise HarnessError(
                 f"vendor config {where}: unknown key {unknown[0]!r} for case {case.name!r}. "
                 + did_you_mean(unknown[0], case.vendor_overridable or valid_keys)
+            )
+        locked = locked_keys_touched(vendor_config.values)
+        if locked:  # whatever the case allows: the figure's window is the case's, not the vendor's
+            raise UserInputError(
+                f"vendor config {where} sets {', '.join(locked)}, part of the measurement window "
+                f"no vendor may change (allowed: "
+                f"{', '.join(sorted(case.vendor_overridable - LOCKED_KEYS))})"
             )
         not_allowed = sorted(set(vendor_config.values) - case.vendor_overridable)
         if not_allowed:

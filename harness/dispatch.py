@@ -12,6 +12,10 @@ a plugin cannot answer for a framework, vendor or case it did not register.
 
 Pluggy's ``subset_hook_caller`` does the routing: it calls the same hook implementations with
 the same ordering rules (``tryfirst``/``trylast``, wrappers), minus the plugins left out.
+
+The router remembers, for each hook it routed, which plugins' implementations it kept and
+whether each answers or wraps the hook (:meth:`HookRouter.hooks_by_plugin`): a result's
+provenance names the plugins that took part in its run.
 """
 
 from __future__ import annotations
@@ -53,6 +57,8 @@ class HookRouter:
     def __init__(self, pm: pluggy.PluginManager, registry: Registry) -> None:
         self.pm = pm
         self.registry = registry
+        # hook name -> plugin name -> "implemented" | "wrapped", for every routed call
+        self._routed: dict[str, dict[str, str]] = {}
 
     # ----------------------------------------------------------------- owners
 
@@ -75,9 +81,28 @@ class HookRouter:
 
     def _caller(self, hook_name: str, owners: Iterable[str]):
         keep = set(owners)
+        self.note(hook_name, keep)
         remove = [plugin for name, plugin in self.pm.list_name_plugin()
                   if name not in keep and not is_core_plugin(name)]
         return self.pm.subset_hook_caller(hook_name, remove)
+
+    def note(self, hook_name: str, owners: Iterable[str]) -> None:
+        """Record the implementations of ``hook_name`` a call routed to ``owners`` reaches
+        (also for calls made by another router, e.g. the planner's)."""
+        keep = set(owners)
+        routed = self._routed.setdefault(hook_name, {})
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            if impl.plugin_name in keep:
+                wraps = impl.hookwrapper or getattr(impl, "wrapper", False)
+                routed[impl.plugin_name] = "wrapped" if wraps else "implemented"
+
+    def hooks_by_plugin(self) -> dict[str, dict[str, str]]:
+        """plugin name -> {hook name: "implemented" | "wrapped"} over the calls routed so far."""
+        by_plugin: dict[str, dict[str, str]] = {}
+        for hook_name, plugins in sorted(self._routed.items()):
+            for plugin, role in plugins.items():
+                by_plugin.setdefault(plugin, {})[hook_name] = role
+        return by_plugin
 
     # ----------------------------------------------------------------- vendor hooks
 

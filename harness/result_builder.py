@@ -14,10 +14,11 @@ from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from harness.logparse.summary import LogReading
+from harness.measurement_window import locked_keys_touched
 from harness.models import BenchmarkResult, DeviceSet, ResolvedConfig
 from harness.models.launch import DatasetInfo, RunStatus
 from harness.models.result import (
-    EnvironmentFingerprint, LogSummary, RepeatResult, StepTimeStats, Throughput,
+    EnvironmentFingerprint, LogSummary, Provenance, RepeatResult, StepTimeStats, Throughput,
 )
 from harness.stats import after_warmup, mean_after_warmup, spread, step_time_stats
 
@@ -67,6 +68,13 @@ def log_verdict(status: RunStatus, reason: str | None, reading: LogReading | Non
     return status, reason
 
 
+def modified_keys(config: ResolvedConfig) -> list[str]:
+    """Measurement-window keys the command line set (``--set``, ``--max-steps``): allowed for
+    exploration, but the figure is then not the case's own. The smoke preset's and the case's
+    values are the case's."""
+    return locked_keys_touched([key for key, source in config.sources.items() if source == "cli"])
+
+
 def log_peak_memory(reading: LogReading | None) -> int | None:
     """Peak memory the log reports: the framework's own figure, else the largest step figure."""
     if reading is None:
@@ -100,6 +108,9 @@ def build_result(
     micro_batch_size: int | None = None,
     source: str = "harness",
     source_sha256: str | None = None,
+    modified: Sequence[str] = (),
+    readback: dict[str, Any] | None = None,
+    provenance: Provenance | None = None,
 ) -> BenchmarkResult:
     """The result of one run or one ingested log.
 
@@ -144,6 +155,9 @@ def build_result(
         repeats=list(repeats),
         status=status,
         failure_reason=failure_reason,
+        modified=list(modified),
+        readback=readback,
+        provenance=provenance,
         config_hash=config.config_hash,
         config=config,
         dataset=dataset,

@@ -42,6 +42,10 @@ def register(app: typer.Typer, state) -> None:
         fail_if_slower: Annotated[Optional[float], typer.Option(
             min=0, help="Exit 1 if any candidate is more than PCT percent slower than its baseline.")] = None,
         json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+        allow_different_windows: Annotated[bool, typer.Option(
+            "--allow-different-windows",
+            help="Also pair runs measured over different windows (steps, warm-up, learning "
+                 "rate, dataset, seed); by default they are listed apart, not compared.")] = False,
     ) -> None:
         from harness.cli.report import filters_from_options
         from harness.compare import (
@@ -59,7 +63,8 @@ def register(app: typer.Typer, state) -> None:
             names = split_list(frameworks, "--frameworks")
             if len(names) != 2:
                 raise UserInputError(f"--frameworks takes exactly two names, BASELINE,CANDIDATE; got {frameworks!r}")
-            comparison = compare_frameworks(output, names[0], names[1], filters)
+            comparison = compare_frameworks(output, names[0], names[1], filters,
+                                            allow_different_windows)
         else:
             if not (a and b):
                 raise UserInputError("give two run ids, two results folders, or --frameworks A,B "
@@ -67,12 +72,18 @@ def register(app: typer.Typer, state) -> None:
             side_a, side_b = load_side(a, output, filters), load_side(b, output, filters)
             if isinstance(side_a, Side) != isinstance(side_b, Side):
                 raise UserInputError("compare a run with a run, or a results folder with a results folder")
-            comparison = (compare_sides(side_a, side_b) if isinstance(side_a, Side)
-                          else compare_runs(side_a, side_b))
+            comparison = (compare_sides(side_a, side_b, allow_different_windows)
+                          if isinstance(side_a, Side)
+                          else compare_runs(side_a, side_b, allow_different_windows))
         if json_output:
             typer.echo(json.dumps(comparison.to_dict(), indent=2))
         else:
             _print(comparison)
+        for run_a, run_b, differences in comparison.different_windows:
+            typer.echo(f"not compared: {run_a.result.run_id} and {run_b.result.run_id} were "
+                       "measured over different windows (" + ", ".join(
+                           f"{k} {va} vs {vb}" for k, (va, vb) in differences.items())
+                       + "); --allow-different-windows pairs them", err=True)
         if not comparison.pairs:
             typer.echo("warning: no comparable pairs (nothing matched on case, layout, precision "
                        "and batch size)", err=True)

@@ -20,6 +20,13 @@ def print_summary(report, console=None) -> None:
     table.add_row("status", status)
     if r.failure_reason:
         table.add_row("reason", r.failure_reason)
+    if r.modified:
+        table.add_row("modified", f"[yellow]{', '.join(r.modified)}[/yellow] set on the command "
+                                  "line: not measured over the case's own window")
+    outside = [f"{p.name} ({p.distribution} {p.version}: {', '.join(f'{h} {role}' for h, role in p.hooks.items())})"
+               for p in (r.provenance.plugins if r.provenance else []) if p.hooks and not p.builtin]
+    if outside:
+        table.add_row("third-party plugins", "; ".join(outside))
     table.add_row("case", f"{r.case} ({r.config.scale} scale)")
     table.add_row("framework", f"{r.framework} {r.framework_version or ''}")
     devices = r.devices.devices[0].name if r.devices and r.devices.devices else "-"

@@ -91,6 +91,14 @@ class ResolvedConfig(BaseModel):
         description="Where each non-default value came from: smoke, vendor:<file>, cli, "
                     "devices:<vendor> (a process per device of the vendor).",
     )
+    code: dict[str, str] | None = Field(
+        None,
+        description="sha256 digests of the code and files that run this config: 'plugins' (the "
+                    "loaded plugin set: names, distributions, versions), 'source:<plugin>' (the "
+                    "files of each plugin that owns a hook of the run, its training scripts "
+                    "included), 'vendor_config' (the vendor config file). Part of the config hash: "
+                    "a changed script or plugin set is a different config. None for ingested logs.",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -112,5 +120,7 @@ class ResolvedConfig(BaseModel):
             ),
             "params": self.params,
         }
+        if self.code is not None:  # results recorded before code digests keep their hash
+            payload["code"] = self.code
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -31,6 +31,8 @@ class RunContext(BaseModel):
     env_mode: EnvMode = Field(
         "auto", description="'current' asks prepare_env to use the running interpreter."
     )
+    vendor_config_path: str | None = Field(
+        None, description="The vendor per-case config file that was applied, if any.")
     repeats: int = Field(1, ge=1, description="How many times the run is repeated (--repeat).")
     repeat_index: int = Field(1, ge=1, description="Which repeat (1-based) run, execute and parse_log serve.")
     memory_estimate: MemoryEstimate | None = Field(

@@ -18,6 +18,11 @@ class FlopsEstimate(BaseModel):
     formula: str = Field(description="Name of the formula, e.g. 'palm-6N+12Lhs'; results with "
                                      "different formulas are not comparable.")
     parameters: int | None = Field(None, description="Parameter count N the formula used.")
+    model_parameters: int | None = Field(
+        None, description="Trainable parameters of the whole model as the training scripts build "
+                          "it (tied weights once, a tensor-parallel shard for all its ranks); the "
+                          "scripts' read-back must report exactly this. None when unknown (the "
+                          "read-back's count is then recorded, not compared).")
 
 
 class Efficiency(BaseModel):

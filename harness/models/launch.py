@@ -7,7 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-RunStatus = Literal["success", "failed", "timeout", "hang", "interrupted", "terminated"]
+#: invalid: the run finished, but what the training script says it built and ran (its
+#: read-back line) differs from the resolved config, so its figure is not the case's.
+RunStatus = Literal["success", "failed", "timeout", "hang", "interrupted", "terminated", "invalid"]
 
 
 class ExecutionEnv(BaseModel):
@@ -48,6 +50,11 @@ class LaunchSpec(BaseModel):
                     "and shows live progress with it."
     )
     description: str = Field("", description="One line for the progress display, e.g. torch 2.11.")
+    scripts: list[str] = Field(
+        default_factory=list,
+        description="The training script files the launch runs (entry script and the modules it "
+                    "imports); the result records each one's sha256.",
+    )
 
 
 class ProcessOutcome(BaseModel):

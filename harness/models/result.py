@@ -85,6 +85,29 @@ class EnvironmentFingerprint(BaseModel):
     isolated_env: bool = False
 
 
+class PluginRecord(BaseModel):
+    """A plugin that was loaded for a run."""
+
+    name: str = Field(description="Plugin name (module or entry-point name).")
+    distribution: str = Field(description="The pip distribution it comes from.")
+    version: str = Field(description="Version of that distribution.")
+    builtin: bool = Field(description="True for the plugins harness ships.")
+    hooks: dict[str, Literal["implemented", "wrapped"]] = Field(
+        default_factory=dict,
+        description="Hooks of this run the plugin answered ('implemented') or wrapped "
+                    "('wrapped'), as the core routed them; empty when it took no part.")
+
+
+class Provenance(BaseModel):
+    """What produced a result: the plugins and the exact files that ran."""
+
+    plugins: list[PluginRecord] = Field(default_factory=list, description="Every loaded plugin.")
+    scripts: dict[str, str] = Field(
+        default_factory=dict, description="Training scripts the launch declared -> sha256.")
+    vendor_config: str | None = Field(None, description="The vendor config file applied, if any.")
+    vendor_config_sha256: str | None = None
+
+
 class BenchmarkResult(BaseModel):
     """One benchmark run. ``schemas/result.schema.json`` is generated from this model."""
 
@@ -131,6 +154,14 @@ class BenchmarkResult(BaseModel):
     repeats: list[RepeatResult] = Field(default_factory=list)
     status: RunStatus
     failure_reason: str | None = None
+    modified: list[str] = Field(
+        default_factory=list,
+        description="Measurement-window keys (steps, warm-up, learning rate and schedule, "
+                    "dataset, seed) set on the command line: the figure is not the case's own.")
+    readback: dict[str, Any] | None = Field(
+        None, description="What the training script said it built and ran (its read-back line).")
+    provenance: Provenance | None = Field(
+        None, description="Loaded plugins, the hooks each took part in, script and vendor-config sha256.")
     config_hash: str
     config: ResolvedConfig
     dataset: DatasetInfo | None = None

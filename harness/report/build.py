@@ -80,6 +80,9 @@ def _value_cell(run: ReportRun | None, threshold: float) -> Cell:
     if len(values) > 1:
         detail += f"; median of {len(values)} repeats, min {min(values):,.2f}, max {max(values):,.2f}"
     badge = "noisy" if is_noisy(run.result, threshold) else None
+    if run.result.modified:  # measured over a window set on the command line, not the case's
+        badge = "modified"
+        detail += f"; modified: {', '.join(run.result.modified)} set on the command line"
     return Cell(fmt_value(run.value), numeric=True, badge=badge, title=detail)
 
 
@@ -416,7 +419,9 @@ class ReportBuilder:
             rows.append([Cell(r.run_id), Cell(r.case), Cell(r.framework), Cell(r.config.scale),
                          Cell(f"{r.nnodes}x{r.nproc}"),
                          Cell(column_label(r.precision, r.micro_batch_size)),
-                         Cell(r.config_hash), Cell(r.status, badge=None if run.ok else "failed"),
+                         Cell(r.config_hash),
+                         Cell(r.status + (f" (modified: {', '.join(r.modified)})" if r.modified else ""),
+                              badge=None if run.ok else "failed"),
                          Cell(f"{dataset.kind}{' (synthesised)' if dataset.synthesized else ''}"
                               if dataset else "-"),
                          Cell(str(run.attempts), numeric=True)])

@@ -21,9 +21,12 @@ from harness.logparse.summary import LogReading, reading_of, stream_log
 from harness.models import BenchmarkResult, DeviceSet, ParsedLog, ProcessOutcome
 from harness.models.context import RunContext
 from harness.models.result import RepeatResult
+from harness.provenance import code_digests, run_provenance
+from harness.readback import ReadbackCheck, check_log
 from harness.registry import Registry
 from harness.result_builder import (
-    RUN_METHOD, FinalResult, build_result, log_peak_memory, log_verdict, repeat_figures,
+    RUN_METHOD, FinalResult, build_result, log_peak_memory, log_verdict, modified_keys,
+    repeat_figures,
 )
 from harness.results_io import atomic_write_text, new_run_id, write_run_files
 from harness.runner.observer import RunObserver
@@ -116,6 +119,10 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         cli_set=parse_set_pairs(request.set_pairs),
         layout={"nproc": (nproc, nproc_source), "nnodes": (nnodes, nnodes_source)},
     )
+    owners = {router.framework_owner(framework), router.vendor_owner(request.vendor),
+              *router.case_owners(case, "dataset"), *router.case_owners(case, "model")}
+    vendor_config_path = vendor_config.path if vendor_config is not None else None
+    config = config.model_copy(update={"code": code_digests(pm, owners, vendor_config_path)})
     job_id, node_rank = job_identity(request.job_id, request.node_rank,
                                      config.settings.nnodes)
     if config.settings.nnodes > 1:
@@ -131,6 +138,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         run_id=run_id,
         case=case,
         config=config,
+        vendor_config_path=vendor_config_path,
         devices=devices,
         run_dir=(request.output / run_id).resolve(),
         data_dir=(request.data_dir or cache_dir / "data").resolve(),
@@ -215,12 +223,15 @@ def log_hints(context: RunContext) -> dict[str, int | None]:
 
 def _summarise_repeat(
     context: RunContext, index: int, outcome: ProcessOutcome, reading: LogReading | None,
-    log_format: str,
+    log_format: str, readback: ReadbackCheck,
 ) -> tuple[RepeatResult, str | None]:
-    """Turn one repeat's outcome and log into a RepeatResult and a failure reason."""
+    """Turn one repeat's outcome, log and read-back check into a RepeatResult and a failure
+    reason. A run that finished but trained something other than its config is invalid."""
     figures = repeat_figures(reading, context.config.settings.skip_steps)
     status, reason = log_verdict(outcome.status, outcome.reason, reading,
                                  has_value=figures.final is not None)
+    if status == "success" and not readback.ok:
+        status, reason = "invalid", readback.reason()
     repeat = RepeatResult(
         index=index,
         status=status,
@@ -299,6 +310,8 @@ class _Attempt:
     dataset: DatasetInfo | None = None
     repeats: list[RepeatResult] = field(default_factory=list)
     first: LogReading | None = None
+    first_readback: dict[str, Any] | None = None
+    scripts: list[str] = field(default_factory=list)
     reason: str | None = None
     status: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
@@ -324,12 +337,21 @@ def _run_repeats(pm, registry, context: RunContext, observer: RunObserver,
     attempt.stage = "data preparation"
     observer.stage("data", f"dataset {context.case.dataset}")
     attempt.dataset = router.prepare_data(context)
+    # The planner's router routed these two to the vendor's plugin; record them here too.
+    router.note("discover_devices", {router.vendor_owner(context.vendor)})
+    router.note("vendor_case_config", {router.vendor_owner(context.vendor)})
+    flops = router.model_flops(context)
+    info = getattr(pm, "harness_info", {}).get(router.framework_owner(context.framework))
+    # Built-in frameworks' scripts all print a read-back line; a third-party framework that
+    # prints none is recorded as not read back rather than failed.
+    readback_required = info is not None and info.source == "builtin"
 
     total = context.repeats
     for index in range(1, total + 1):
         attempt.stage = f"repeat {index}"
         ctx = context.model_copy(update={"repeat_index": index})
         launch = router.run(ctx, attempt.env, attempt.dataset)
+        attempt.scripts += [s for s in launch.scripts if s not in attempt.scripts]
         log_path = context.run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
         observer.stage("train", f"repeat {index}/{total}")
         observer.start_repeat(ctx, settings.max_steps, launch.log_format)
@@ -345,14 +367,19 @@ def _run_repeats(pm, registry, context: RunContext, observer: RunObserver,
                 break
             continue
         reading = read_log(router, ctx, launch, log_path)
-        repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, reading, launch.log_format)
+        readback = check_log(
+            log_path, ctx.config, device_kind=ctx.devices.kind, identifying=ctx.case.immutable,
+            model_parameters=flops.model_parameters if flops is not None else None,
+            required=readback_required)
+        repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, reading, launch.log_format,
+                                                  readback)
         attempt.repeats.append(repeat)
         attempt.extras.update(outcome.extras)
         memory = log_peak_memory(reading)
         if memory:
             attempt.peak_memory = max(attempt.peak_memory or 0, memory)
         if index == 1:
-            attempt.first = reading
+            attempt.first, attempt.first_readback = reading, readback.readback
         if repeat.status != "success":
             attempt.fail(repeat.status,
                          f"repeat {index}: {repeat_reason}" if total > 1 else repeat_reason)
@@ -432,7 +459,11 @@ def _record(registry: Registry, context: RunContext, request: RunRequest,
         finished_at=_utcnow(),
         log_file=repeats[0].log_file if repeats else "train.log",
         peak_memory_bytes=attempt.peak_memory, devices=context.devices, dataset=attempt.dataset,
-        repeats=repeats, device_metrics=attempt.extras,
+        repeats=repeats, device_metrics=attempt.extras, modified=modified_keys(context.config),
+        readback=attempt.first_readback,
+        provenance=run_provenance(attempt.efficiency_router.pm, attempt.efficiency_router,
+                                  attempt.scripts, context.vendor_config_path)
+        if attempt.efficiency_router is not None else None,
     )
     if attempt.efficiency_router is not None and attempt.env is not None:
         result.efficiency = _efficiency(attempt.efficiency_router, context, result)

@@ -12,8 +12,9 @@ BERT_IMMUTABLE = frozenset({
     "num_layers", "hidden_size", "num_heads", "intermediate_size", "vocab_size", "seq_len",
     "max_predictions", "type_vocab_size", "max_position_embeddings",
 })
+# Run-time knobs only: never the measurement window (harness.measurement_window).
 BERT_VENDOR_OVERRIDABLE = frozenset({
-    "precision", "micro_batch_size", "grad_accum_steps", "nproc", "max_steps", "skip_steps",
+    "precision", "micro_batch_size", "grad_accum_steps", "nproc",
     "recompute", "amp_level",
 })
 

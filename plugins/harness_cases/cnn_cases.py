@@ -9,8 +9,9 @@ from __future__ import annotations
 from harness.models import CaseSpec
 
 CNN_IMMUTABLE = frozenset({"image_size", "num_classes", "width_multiplier"})
+# Run-time knobs only: never the measurement window (harness.measurement_window).
 CNN_VENDOR_OVERRIDABLE = frozenset({
-    "precision", "micro_batch_size", "grad_accum_steps", "nproc", "max_steps", "skip_steps",
+    "precision", "micro_batch_size", "grad_accum_steps", "nproc",
     "channels_last", "amp_level",
 })
 

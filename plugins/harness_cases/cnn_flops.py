@@ -22,7 +22,8 @@ def _conv(size: int, cin: int, cout: int, kernel: int, stride: int, groups: int 
 
 
 def resnet50_macs(image_size: int, num_classes: int) -> tuple[int, int]:
-    """(MACs, parameters) of ResNet-50 v1.5 (stride in the 3x3 convolution)."""
+    """(MACs, convolution + classifier parameters) of ResNet-50 v1.5 (stride in the 3x3
+    convolution)."""
     macs, size = _conv(image_size, 3, 64, 7, 2)
     params = 3 * 64 * 49
     size = (size + 2 - 3) // 2 + 1  # 3x3 max pool, stride 2, padding 1
@@ -60,12 +61,39 @@ def mobilenet_v1_macs(image_size: int, num_classes: int, width: float = 1.0) -> 
     return macs + cin * num_classes, params + cin * num_classes + num_classes
 
 
+def resnet50_batchnorm_parameters() -> int:
+    """Scale and shift of every BatchNorm of ResNet-50 (stem, three per bottleneck, the
+    projection shortcuts')."""
+    count = 2 * 64
+    for width, blocks in ((64, 3), (128, 4), (256, 6), (512, 3)):
+        count += blocks * 2 * (width + width + 4 * width) + 2 * 4 * width
+    return count
+
+
+def mobilenet_v1_batchnorm_parameters(width: float = 1.0) -> int:
+    """Scale and shift of every BatchNorm of MobileNetV1 (stem, depthwise and pointwise)."""
+    cin = int(32 * width)
+    count = 2 * cin
+    for cout in (64, 128, 128, 256, 256, 512, 512, 512, 512, 512, 512, 1024, 1024):
+        cout = int(cout * width)
+        count += 2 * cin + 2 * cout
+        cin = cout
+    return count
+
+
 def cnn_flops_per_image(model: str, params: Mapping[str, object]) -> FlopsEstimate:
+    """FLOPs per image; ``model_parameters`` adds the BatchNorm scales and shifts to the
+    convolution and classifier weights: 25,557,032 (ResNet-50) and 4,231,976 (MobileNetV1)
+    trainable parameters with 1000 classes, as every framework's model counts them."""
     size, classes = int(params["image_size"]), int(params["num_classes"])
     if model == "resnet50":
         macs, n = resnet50_macs(size, classes)
+        total = n + resnet50_batchnorm_parameters()
     elif model == "mobilenet_v1":
-        macs, n = mobilenet_v1_macs(size, classes, float(params.get("width_multiplier", 1.0)))
+        width = float(params.get("width_multiplier", 1.0))
+        macs, n = mobilenet_v1_macs(size, classes, width)
+        total = n + mobilenet_v1_batchnorm_parameters(width)
     else:
         raise ValueError(f"no FLOPs formula for model {model!r}")
-    return FlopsEstimate(per_unit=3.0 * 2.0 * macs, unit="images/s", formula=FORMULA, parameters=n)
+    return FlopsEstimate(per_unit=3.0 * 2.0 * macs, unit="images/s", formula=FORMULA,
+                         parameters=n, model_parameters=total)

@@ -21,8 +21,10 @@ _MICRO_BATCH = {"gpt3_125M": 16, "gpt3_350M": 16, "gpt3_1.3B": 8, "gpt3_2.7B": 4
                 "gpt3_6.7B": 2, "gpt3_13B": 1}
 
 GPT_IMMUTABLE = frozenset({"num_layers", "hidden_size", "num_heads", "vocab_size", "seq_len"})
+# Run-time knobs only: the measurement window (steps, warm-up, learning rate and schedule,
+# dataset, seed: harness.measurement_window) is never the vendor's to choose.
 GPT_VENDOR_OVERRIDABLE = frozenset({
-    "precision", "micro_batch_size", "grad_accum_steps", "nproc", "max_steps", "skip_steps",
+    "precision", "micro_batch_size", "grad_accum_steps", "nproc",
     "recompute", "compile", "sharding_stage", "sharding_degree", "tensor_parallel_degree",
     "pipeline_parallel_degree", "fused_optimizer", "attention_backend", "offload",
 })

@@ -35,4 +35,4 @@ def gpt_flops_per_token(params: Mapping[str, object]) -> FlopsEstimate:
     n = gpt_parameter_count(num_layers=layers, hidden_size=hidden, vocab_size=vocab, seq_len=seq,
                             ffn_multiplier=int(params.get("ffn_multiplier", 4)))
     return FlopsEstimate(per_unit=6.0 * n + 12.0 * layers * hidden * seq, unit="tokens/s",
-                         formula=FORMULA, parameters=n)
+                         formula=FORMULA, parameters=n, model_parameters=n)

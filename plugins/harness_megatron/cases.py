@@ -9,8 +9,9 @@ from harness_megatron.case_names import SEED_MATRIX, HOST_MATRIX, SEQ_LEN, Matri
 # the name too; the plugin's launch refuses a run whose layout differs from the name.
 MATRIX_IMMUTABLE = frozenset({"num_layers", "hidden_size", "num_heads", "vocab_size", "seq_len",
                               "tensor_parallel_degree", "pipeline_parallel_degree"})
-MATRIX_VENDOR_OVERRIDABLE = frozenset({"precision", "max_steps", "skip_steps", "recompute",
-                                       "sharding_stage", "attention_backend"})
+# Run-time knobs only: never the measurement window (harness.measurement_window).
+MATRIX_VENDOR_OVERRIDABLE = frozenset({"precision", "recompute", "sharding_stage",
+                                       "attention_backend"})
 
 
 def matrix_case(case: MatrixCase) -> CaseSpec:

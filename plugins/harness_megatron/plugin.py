@@ -108,7 +108,7 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     from harness_cases.gpt_flops import gpt_flops_per_token
 
     flops = gpt_flops_per_token(context.config.params).per_unit
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
 
     # The script reads the data through the torch GPT dataset it shares with the PyTorch
     # plugin's script, so both frameworks read the same tokens in the same order.
@@ -123,4 +123,5 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     return LaunchSpec(argv=build_argv(context, env, dataset, flops), env=launch_env,
                       nproc=context.config.settings.nproc, nnodes=context.config.settings.nnodes,
                       log_format="megatron",
-                      description=f"megatron-core {env.framework_version}")
+                      description=f"megatron-core {env.framework_version}",
+                      scripts=launch_scripts(SCRIPT))

@@ -81,7 +81,7 @@ def unsupported_reason(context: RunContext) -> str | None:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
 
     settings = context.config.settings
     if settings.nnodes > 1:
@@ -96,4 +96,5 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
         variables["OMP_NUM_THREADS"] = str(usable_cores())
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=1,
                       log_format="gluoncv", description=f"mxnet {env.framework_version}, "
-                      f"one process over {settings.nproc} device(s)")
+                      f"one process over {settings.nproc} device(s)",
+                      scripts=launch_scripts(TRAIN_SCRIPTS[model], SCRIPTS))

@@ -112,7 +112,7 @@ def _data_argument(context: RunContext, dataset: DatasetInfo) -> str:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
 
     settings = context.config.settings
     model = context.case.model
@@ -135,4 +135,5 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format="paddleclas" if model in CNN_MODELS else "paddlenlp",
-                      description=f"paddle {env.framework_version}")
+                      description=f"paddle {env.framework_version}",
+                      scripts=launch_scripts(script, SCRIPTS))

@@ -70,7 +70,7 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
         argv = [env.python, "-m", "torch.distributed.run", f"--nproc-per-node={settings.nproc}"]
         argv += torchrun_node_arguments(context)
         argv += script_args
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
 
     # The scripts import the framework-neutral modules of harness_cases (dataset readers, the
     # learning-rate schedule); packages the user put on PYTHONPATH stay visible behind them.
@@ -78,7 +78,8 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     variables = {**env.env, "PYTHONPATH": os.pathsep.join(filter(None, path))}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format=LOG_FORMATS.get(model, "megatron"),
-                      description=f"torch {env.framework_version}")
+                      description=f"torch {env.framework_version}",
+                      scripts=launch_scripts(TRAIN_SCRIPTS[model], SCRIPTS))
 
 
 LOG_FORMATS = {"bert": "dllogger", "resnet50": "pytorch_dle", "mobilenet_v1": "pytorch_dle"}

@@ -109,3 +109,47 @@ def test_failed_run_cannot_be_compared(tmp_path, capsys):
     record(tmp_path, make_result("bad", value=None, status="failed", batch=2))
     assert main(["compare", "good", "bad", "--output", str(tmp_path)]) == 2
     assert "did not succeed" in capsys.readouterr().err
+
+
+def _with_window(result, **settings):
+    for key, value in settings.items():
+        setattr(result.config.settings, key, value)
+    return result
+
+
+def test_runs_of_different_measurement_windows_are_not_paired(tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    record(a, make_result("a1", value=100.0))
+    record(b, _with_window(make_result("b1", value=130.0, minutes=60), max_steps=40, skip_steps=20))
+    comparison = compare_sides(Side("a", load_runs(a)), Side("b", load_runs(b)))
+    assert comparison.pairs == []
+    [(run_a, run_b, differences)] = comparison.different_windows
+    assert (run_a.result.run_id, run_b.result.run_id) == ("a1", "b1")
+    assert differences == {"max_steps": (20, 40), "skip_steps": (5, 20)}
+    allowed = compare_sides(Side("a", load_runs(a)), Side("b", load_runs(b)),
+                            allow_different_windows=True)
+    assert [p.ratio for p in allowed.pairs] == pytest.approx([1.3])
+
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["different_windows"][0]["keys"]["max_steps"] == [20, 40]
+    assert "not compared: a1 and b1 were measured over different windows" in captured.err
+
+
+def test_two_runs_of_different_windows_are_refused_unless_allowed(tmp_path, capsys):
+    record(tmp_path, make_result("base", value=100.0, params={"seq_len": 128, "learning_rate": 1e-3}))
+    record(tmp_path, make_result("fast", value=150.0, params={"seq_len": 128, "learning_rate": 5e-3}))
+    assert main(["compare", "base", "fast", "--output", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "different windows (learning_rate 0.001 vs 0.005)" in err and "--allow-different-windows" in err
+    assert main(["compare", "base", "fast", "--output", str(tmp_path), "--json",
+                 "--allow-different-windows"]) == 0
+    [pair] = json.loads(capsys.readouterr().out)["pairs"]
+    assert pair["ratio"] == pytest.approx(1.5)
+
+
+def test_an_invalid_run_is_never_compared(tmp_path, capsys):
+    record(tmp_path, make_result("good", value=100.0))
+    record(tmp_path, make_result("tampered", value=None, status="invalid", batch=2))
+    assert main(["compare", "good", "tampered", "--output", str(tmp_path)]) == 2
+    assert "did not succeed (invalid)" in capsys.readouterr().err

@@ -97,3 +97,45 @@ def test_flagperf_case_string():
 def test_bad_case_strings(text):
     with pytest.raises(UserInputError, match="model:framework_version:hardware_config:nnodes:nproc:repeat"):
         parse_case_string(text)
+
+
+@pytest.mark.parametrize("key, value", [("max_steps", 20), ("skip_steps", 0), ("seed", 7),
+                                        ("learning_rate", 1e-3), ("lr_warmup_steps", 0)])
+def test_a_vendor_config_never_sets_the_measurement_window(key, value):
+    vendor = VendorCaseConfig(name="default", path="/v/configs/gpt3_6.7B/pytorch/default.toml",
+                              values={"micro_batch_size": 2, key: value})
+    with pytest.raises(UserInputError) as err:
+        resolve(vendor_config=vendor)
+    message = str(err.value)
+    assert "\n" not in message and err.value.exit_code == 2
+    assert f"default.toml sets {key}, part of the measurement window" in message
+    allowed = message.split("(allowed: ")[1]
+    assert "micro_batch_size" in allowed and "attention_backend" in allowed and key not in allowed
+
+
+@pytest.mark.parametrize("case", ["gpt3_125M", "bert_base_seq128", "resnet50", "mobilenet_v1",
+                                  "DP_8x1x1_16_1536x16"])
+def test_no_case_lets_vendors_set_the_measurement_window(case):
+    from harness.measurement_window import LOCKED_KEYS
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+
+    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    assert not registry.cases.get(case).vendor_overridable & LOCKED_KEYS
+
+
+def test_run_time_knobs_stay_open_to_vendors():
+    vendor = VendorCaseConfig(name="tuned", values={
+        "precision": "bf16", "micro_batch_size": 2, "grad_accum_steps": 4, "recompute": "full",
+        "compile": True, "attention_backend": "flash", "fused_optimizer": True, "sharding_stage": 2})
+    config = resolve(vendor_config=vendor)
+    assert config.settings.grad_accum_steps == 4 and config.params["attention_backend"] == "flash"
+
+
+def test_command_line_window_keys_mark_the_run_modified():
+    from harness.result_builder import modified_keys
+
+    assert modified_keys(resolve(scale="smoke")) == []  # the smoke preset is the case's own
+    explored = resolve(scale="smoke", cli_settings={"max_steps": 8, "precision": "bf16"},
+                       cli_set={"learning_rate": "0.01", "recompute": "full"})
+    assert modified_keys(explored) == ["learning_rate", "max_steps"]

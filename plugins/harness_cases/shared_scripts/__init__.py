@@ -8,9 +8,19 @@ scripts' ``PYTHONPATH`` (``SHARED_SCRIPTS_DIR``) and the scripts import its modu
   (numpy and h5py only), which each script wraps in its framework's dataset class;
 - ``gpt_dataset``: that wrapper for the GPT windows as a torch ``Dataset``, shared by the
   torch-based scripts (PyTorch and Megatron-core) so both read the same tokens in order;
-- ``lr_schedule``: the cases' learning-rate schedule (standard library only).
+- ``lr_schedule``: the cases' learning-rate schedule (standard library only);
+- ``readback``: the read-back line every script prints before its first step (what it built
+  and will run), which the core checks against the resolved config.
 """
 
 from pathlib import Path
 
 SHARED_SCRIPTS_DIR = Path(__file__).resolve().parent
+
+
+def launch_scripts(entry: Path, *folders: Path) -> list[str]:
+    """A launch's ``scripts``: the entry script first, then the modules of ``folders`` and of
+    this folder it may import (the result records each file's sha256)."""
+    modules = sorted({p for folder in (*folders, SHARED_SCRIPTS_DIR) for p in folder.glob("*.py")
+                      if p.name != "__init__.py" and p != entry})
+    return [str(entry), *map(str, modules)]

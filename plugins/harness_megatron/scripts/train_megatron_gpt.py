@@ -26,6 +26,7 @@ import torch.distributed as dist
 import torch.nn.functional as F
 
 from lr_schedule import lr_at
+from readback import print_readback
 
 
 def log(msg: str) -> None:
@@ -158,6 +159,21 @@ def build_model(p: dict, s: dict, tp: int, pp: int, precision: str):
     return model, config
 
 
+def whole_model_parameters(model, parallel_state) -> int:
+    """Parameters of the whole model, each counted once (a collective over the model-parallel
+    group): a tensor-parallel shard (``tensor_model_parallel``) counts on every tensor rank,
+    a replicated parameter (LayerNorms, row-parallel biases) on tensor rank 0 only, and the
+    last pipeline stage's copy of the tied embedding (``shared_embedding``) not at all."""
+    first_stage = parallel_state.is_pipeline_first_stage()
+    tp_rank = parallel_state.get_tensor_model_parallel_rank()
+    local = sum(t.numel() for t in model.parameters()
+                if (getattr(t, "tensor_model_parallel", False) or tp_rank == 0)
+                and not (getattr(t, "shared_embedding", False) and not first_stage))
+    total = torch.tensor([local], dtype=torch.int64, device="cuda")
+    dist.all_reduce(total, group=parallel_state.get_model_parallel_group())
+    return int(total.item())
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--config", required=True, help="resolved config JSON written by harness")
@@ -206,6 +222,7 @@ def main() -> int:
 
     model, config = build_model(p, s, tp, pp, precision)
     n_local = sum(t.numel() for t in model.parameters())
+    n_params = whole_model_parameters(model, parallel_state)
     distributed_optimizer = int(p.get("sharding_stage", 0)) >= 1 and dp > 1
     ddp_config = DistributedDataParallelConfig(
         grad_reduce_in_fp32=True,
@@ -264,6 +281,16 @@ def main() -> int:
     last_stage = parallel_state.is_pipeline_last_stage()
     # One rank prints: the last pipeline stage holds the loss (Megatron-LM prints there too).
     printer = last_stage and parallel_state.get_tensor_model_parallel_rank() == 0 and dp_rank == 0
+    if printer:  # what was built and will run, before step 1: harness checks it
+        print_readback(
+            model="gpt", parameters=n_params, num_layers=config.num_layers,
+            hidden_size=config.hidden_size, num_heads=config.num_attention_heads, seq_len=seq,
+            vocab_size=p["vocab_size"], micro_batch_size=mbs, grad_accum_steps=accum,
+            global_batch_size=global_batch, world_size=world, precision=precision,
+            learning_rate=p["learning_rate"], min_learning_rate=p["min_learning_rate"],
+            lr_warmup_steps=p["lr_warmup_steps"], lr_decay_steps=p["lr_decay_steps"],
+            tensor_parallel_degree=tp, pipeline_parallel_degree=pp, max_steps=s["max_steps"],
+            seed=s["seed"], device_type="cuda")
     if printer:
         log(f"> Megatron-core GPT: {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {seq}, vocab {p['vocab_size']}; {n_local:,} parameters "

@@ -29,6 +29,7 @@ from mxnet import autograd, gluon
 from image_records import ImageRecords
 from lr_schedule import lr_at
 from mxnet_models import build_model, trainable_parameters
+from readback import print_readback
 
 
 def log(msg: str) -> None:
@@ -117,6 +118,13 @@ def main() -> int:
         f"{p['num_classes']} classes, {len(dataset)} training images")
     log(f"> training: kvstore {kvstore} over {len(ctx)} x {device}, precision {precision}, micro batch "
         f"{mbs} per device, grad accum {accum}, global batch {per_step * accum}, mxnet {mx.__version__}")
+    print_readback(  # what was built and will run, before step 1: harness checks it
+        model=args.model, parameters=n_params, image_size=dataset.records.image_size,
+        num_classes=dataset.records.num_classes, width_multiplier=p["width_multiplier"],
+        micro_batch_size=mbs, grad_accum_steps=accum, global_batch_size=per_step * accum,
+        world_size=len(ctx), precision=precision, learning_rate=p["learning_rate"],
+        lr_warmup_steps=p["lr_warmup_steps"], max_steps=max_steps, seed=s["seed"],
+        device_type=device)
 
     # gluon-cv's running metrics since the start of the epoch: accuracy and the mean loss.
     accuracy, mean_loss = mx.metric.Accuracy(), mx.metric.Loss()

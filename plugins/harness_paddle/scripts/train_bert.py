@@ -18,6 +18,7 @@ import paddle
 from bert_hdf5 import BertSamples
 from bert_model import BertForPreTraining, flops_per_sequence
 from lr_schedule import lr_at
+from readback import print_readback
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
                            memory_fields, peak_rss_mb)
 
@@ -69,6 +70,16 @@ def main() -> int:
         log(f"> training: {'data parallel' if rt.world > 1 else 'single'} on {rt.world} x {rt.device}, "
             f"precision {s['precision']} (amp {level}), micro batch {mbs}, grad accum {accum}, "
             f"global batch {global_batch}, paddle {paddle.__version__}")
+        print_readback(  # what was built and will run, before step 1: harness checks it
+            model="bert", parameters=n_params, num_layers=len(getattr(model, "_layers", model).layers),
+            hidden_size=p["hidden_size"], num_heads=p["num_heads"],
+            intermediate_size=p["intermediate_size"], vocab_size=p["vocab_size"],
+            type_vocab_size=p["type_vocab_size"], max_position_embeddings=p["max_position_embeddings"],
+            seq_len=dataset.samples.seq_len, max_predictions=p["max_predictions"],
+            micro_batch_size=mbs, grad_accum_steps=accum, global_batch_size=global_batch,
+            world_size=rt.world, precision=s["precision"], amp=level,
+            learning_rate=p["learning_rate"], lr_warmup_steps=p["lr_warmup_steps"],
+            max_steps=max_steps, seed=s["seed"], device_type=rt.device)
     model.train()
     interval = max(1, int(p.get("log_interval", 1)))
     reader_cost = batch_cost = interval_loss = 0.0

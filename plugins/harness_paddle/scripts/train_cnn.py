@@ -20,6 +20,7 @@ import paddle.nn.functional as F
 
 from image_records import ImageRecords
 from lr_schedule import lr_at
+from readback import print_readback
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, fail, load_config, log,
                            memory_fields, peak_rss_mb)
 
@@ -95,6 +96,13 @@ def main() -> int:
         log(f"> training: {'data parallel' if rt.world > 1 else 'single'} on {rt.world} x {rt.device}, "
             f"precision {s['precision']} (amp {level}), micro batch {mbs}, grad accum {accum}, "
             f"global batch {mbs * accum * rt.world}, paddle {paddle.__version__}")
+        print_readback(  # what was built and will run, before step 1: harness checks it
+            model=model_args.model, parameters=n_params, image_size=dataset.records.image_size,
+            num_classes=dataset.records.num_classes, width_multiplier=p["width_multiplier"],
+            micro_batch_size=mbs, grad_accum_steps=accum, global_batch_size=mbs * accum * rt.world,
+            world_size=rt.world, precision=s["precision"], amp=level,
+            learning_rate=p["learning_rate"], lr_warmup_steps=p["lr_warmup_steps"],
+            max_steps=max_steps, seed=s["seed"], device_type=rt.device)
     model.train()
     interval = max(1, int(p.get("log_interval", 1)))
     reader_cost = batch_cost = interval_loss = top1 = top5 = 0.0

@@ -22,6 +22,7 @@ from lr_schedule import lr_at
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
                            memory_fields, peak_rss_mb)
 from paddle_parallel import setup_hybrid, shard_optimizer
+from readback import print_readback
 
 
 class WindowDataset(paddle.io.Dataset):
@@ -48,6 +49,18 @@ def main() -> int:
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
                 recompute=p["recompute"], tensor_parallel=layout.get("tensor_parallel_degree", 1))
     n_params = model.num_parameters()
+    if rt.rank == 0:  # what was built and will run, before step 1: harness checks it
+        print_readback(
+            model="gpt", parameters=n_params, num_layers=len(model.blocks),
+            hidden_size=int(model.ln_f.weight.shape[0]), num_heads=p["num_heads"],
+            seq_len=int(model.wpe.weight.shape[0]), vocab_size=p["vocab_size"],
+            micro_batch_size=s["micro_batch_size"], grad_accum_steps=s["grad_accum_steps"],
+            global_batch_size=s["micro_batch_size"] * s["grad_accum_steps"] * rt.data_parallel_world(),
+            world_size=rt.world, precision=s["precision"], amp=level,
+            learning_rate=p["learning_rate"], min_learning_rate=p["min_learning_rate"],
+            lr_warmup_steps=p["lr_warmup_steps"], lr_decay_steps=p["lr_decay_steps"],
+            tensor_parallel_degree=layout.get("tensor_parallel_degree", 1),
+            max_steps=s["max_steps"], seed=s["seed"], device_type=rt.device)
     flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
     decay_params = [q.name for q in model.parameters() if len(q.shape) >= 2]
     max_steps = s["max_steps"]

@@ -25,6 +25,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from bert_hdf5 import BertSamples
 from dll import dll
 from lr_schedule import lr_at
+from readback import print_readback
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -117,6 +118,17 @@ def main() -> int:
         log(f"> BERT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {p['seq_len']}; {'ddp' if world > 1 else 'single'} on {world} x "
             f"{device.type}, precision {precision}, global batch {global_batch}, torch {torch.__version__}")
+        built = getattr(model, "module", model).config  # what was built, before step 1: harness checks it
+        print_readback(
+            model="bert", parameters=n_params, num_layers=built.num_hidden_layers,
+            hidden_size=built.hidden_size, num_heads=built.num_attention_heads,
+            intermediate_size=built.intermediate_size, vocab_size=built.vocab_size,
+            type_vocab_size=built.type_vocab_size, max_position_embeddings=built.max_position_embeddings,
+            seq_len=dataset.samples.seq_len, max_predictions=p["max_predictions"],
+            micro_batch_size=mbs, grad_accum_steps=accum, global_batch_size=global_batch,
+            world_size=world, precision=precision, learning_rate=p["learning_rate"],
+            lr_warmup_steps=p["lr_warmup_steps"], max_steps=max_steps, skip_steps=skip,
+            seed=s["seed"], device_type=device.type)
 
     def batches():
         epoch = 0

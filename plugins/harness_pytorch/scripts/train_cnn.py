@@ -23,6 +23,7 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 from cnn_models import build_model, trainable_parameters
 from dll import dll
 from lr_schedule import lr_at
+from readback import print_readback
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 from image_records import ImageRecords
 
@@ -92,6 +93,13 @@ def main() -> int:
             f"images, {p['num_classes']} classes, {len(dataset)} training images; "
             f"{'ddp' if world > 1 else 'single'} on {world} x {device.type}, micro batch {mbs}, "
             f"grad accum {accum}, global batch {global_batch}, torch {torch.__version__}")
+        print_readback(  # what was built and will run, before step 1: harness checks it
+            model=args.model, parameters=n_params, image_size=dataset.records.image_size,
+            num_classes=dataset.records.num_classes, width_multiplier=p["width_multiplier"],
+            micro_batch_size=mbs, grad_accum_steps=accum, global_batch_size=global_batch,
+            world_size=world, precision=precision, learning_rate=p["learning_rate"],
+            lr_warmup_steps=p["lr_warmup_steps"], max_steps=max_steps, seed=s["seed"],
+            device_type=device.type)
 
     def batches():
         epoch = 0

@@ -22,6 +22,7 @@ from gpt_dataset import GPTWindowDataset
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 from gpt_model import GPT, model_flops_per_token
 from lr_schedule import lr_at
+from readback import print_readback
 
 # fp8 runs the block matrix products in float8 (fp8_training.py) and the rest in bf16 autocast.
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.bfloat16}
@@ -163,6 +164,17 @@ def main() -> int:
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
                 recompute=p["recompute"])
     n_params = model.num_parameters()
+    if rank == 0:  # what was built and will run, before step 1: harness checks it
+        print_readback(
+            parameters=n_params, num_layers=len(model.blocks), hidden_size=model.wte.embedding_dim,
+            num_heads=model.blocks[0].attn.heads, seq_len=model.wpe.num_embeddings,
+            vocab_size=model.wte.num_embeddings, micro_batch_size=s["micro_batch_size"],
+            grad_accum_steps=s["grad_accum_steps"], world_size=world,
+            global_batch_size=s["micro_batch_size"] * s["grad_accum_steps"] * world,
+            precision=precision, learning_rate=p["learning_rate"],
+            min_learning_rate=p["min_learning_rate"], lr_warmup_steps=p["lr_warmup_steps"],
+            lr_decay_steps=p["lr_decay_steps"], max_steps=s["max_steps"], seed=s["seed"],
+            device_type=device.type)
     flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
     host_optimizer = None
     if offload == "cpu":
