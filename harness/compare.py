@@ -7,6 +7,10 @@ whether the difference exceeds the runs' own noise:
 
     noise(run) = CV of FINAL_RESULT over its repeats (2 or more), else its step-time CV
     beyond noise  <=>  |B/A - 1| > NOISE_SIGMAS * sqrt(noise(A)^2 + noise(B)^2)
+
+A pair of runs of different cases, or measured over different windows (steps, warm-up,
+learning rate, dataset, seed: :func:`measurement_window`), carries warnings: its ratio is
+not a like-for-like figure.
 """
 
 from __future__ import annotations
@@ -19,9 +23,52 @@ from harness.errors import UserInputError
 from harness.models import BenchmarkResult
 from harness.report.data import ReportFilter, ReportRun, load_runs
 from harness.report.noise import Noise, run_noise
+from harness.stats import geometric_mean
 from harness.store import DB_NAME, ResultStore
 
 NOISE_SIGMAS = 2.0  # a difference of two noise standard deviations: ~95% if noise were normal
+
+
+def measurement_window(result: BenchmarkResult) -> dict[str, object]:
+    """What a FINAL_RESULT was measured over: two results are like for like only when these
+    agree (steps run, warm-up steps skipped, learning rate, dataset, seed)."""
+    dataset = result.dataset
+    return {
+        "max_steps": result.max_steps,
+        "skip_steps": result.skip_steps,
+        "learning_rate": result.config.params.get("learning_rate"),
+        "dataset": (dataset.kind, dataset.synthesized) if dataset else None,
+        "seed": result.config.settings.seed,
+    }
+
+
+def window_differences(a: BenchmarkResult, b: BenchmarkResult) -> dict[str, tuple]:
+    """Fields of the measurement windows that differ: name -> (value in A, value in B)."""
+    window_a, window_b = measurement_window(a), measurement_window(b)
+    return {key: (window_a[key], window_b[key]) for key in window_a if window_a[key] != window_b[key]}
+
+
+def windows_match(a: BenchmarkResult, b: BenchmarkResult) -> bool:
+    """Whether two results were measured over the same window (see :func:`measurement_window`)."""
+    return not window_differences(a, b)
+
+
+def pair_warnings(a: BenchmarkResult, b: BenchmarkResult) -> list[str]:
+    """Why the ratio of two results may not be a like-for-like figure."""
+    warnings = []
+    if a.case != b.case:
+        warnings.append(f"different cases ({a.case} vs {b.case})")
+    differences = window_differences(a, b)
+    if differences:
+        warnings.append("different measurement windows (" + ", ".join(
+            f"{key} {_window_text(va)} vs {_window_text(vb)}" for key, (va, vb) in differences.items()) + ")")
+    return warnings
+
+
+def _window_text(value) -> str:
+    if isinstance(value, tuple):
+        return f"{value[0]}{' synthetic' if value[1] else ''}"
+    return str(value)
 
 
 @dataclass
@@ -75,6 +122,10 @@ class Pair:
         noise = self.noise
         return None if noise is None else abs(self.change) > NOISE_SIGMAS * noise
 
+    @property
+    def warnings(self) -> list[str]:
+        return pair_warnings(self.a, self.b)
+
     def describe(self) -> str:
         first, second = _describe(self.a, self.key), _describe(self.b, self.key)
         return first if first == second else f"{first} vs {second}"
@@ -99,9 +150,17 @@ class Comparison:
     only_a: list[ReportRun] = field(default_factory=list)
     only_b: list[ReportRun] = field(default_factory=list)
 
-    def slower_than(self, pct: float) -> list[Pair]:
-        """Pairs where B's throughput is more than ``pct`` percent below A's."""
-        return [p for p in self.pairs if p.slower_pct > pct]
+    def slower_than(self, pct: float, beyond_noise: bool = False) -> list[Pair]:
+        """Pairs where B's throughput is more than ``pct`` percent below A's; with
+        ``beyond_noise`` only those whose difference also exceeds the runs' noise (a pair
+        without a noise estimate counts, so a gate never passes for want of data)."""
+        return [p for p in self.pairs if p.slower_pct > pct
+                and not (beyond_noise and p.beyond_noise is False)]
+
+    @property
+    def geometric_mean_ratio(self) -> float | None:
+        """Geometric mean of the pairs' B/A: one figure for a whole result set."""
+        return geometric_mean([p.ratio for p in self.pairs])
 
     def to_dict(self) -> dict:
         return {
@@ -113,8 +172,9 @@ class Comparison:
                 "ratio": p.ratio, "change_pct": p.change * 100.0,
                 "noise_a": p.noise_a.cv, "noise_a_source": p.noise_a.source,
                 "noise_b": p.noise_b.cv, "noise_b_source": p.noise_b.source,
-                "beyond_noise": p.beyond_noise,
+                "beyond_noise": p.beyond_noise, "warnings": p.warnings,
             } for p in self.pairs],
+            "geometric_mean_ratio": self.geometric_mean_ratio,
             "only_a": [r.result.run_id for r in self.only_a],
             "only_b": [r.result.run_id for r in self.only_b],
         }

@@ -13,13 +13,20 @@ from harness.errors import UserInputError, did_you_mean
 
 HELP = """Run a matrix of benchmark runs, one after another.
 
-The matrix is the product of the comma-separated lists, or of a sweep TOML file's [matrix]
+The matrix is the product of the comma-separated lists, or of a sweep TOML file's \\[matrix]
 (see sweeps/ for the seeds' tables); lists given on the command line replace that field of
 the file. Points this machine cannot run are listed as skipped with the reason. Runs already
 recorded with the same resolved-config hash are skipped, so an interrupted sweep (Ctrl-C)
 resumes where it stopped when started again. A failing run does not stop the sweep.
 
-Example: harness sweep --case gpt3_125M --scale smoke --precision fp32,bf16 --batch-size 4,8 --nproc 1,2
+A --set value with commas is an axis too (hydra style): --set recompute=full,none runs
+every point once with each value.
+
+Examples:
+
+harness sweep --case gpt3_125M --scale smoke --precision fp32,bf16 --batch-size 4,8 --nproc 1,2
+harness sweep --case gpt3_125M --scale smoke --set recompute=full,none
+harness sweep sweeps/ngc_bert_base.toml --vendor cpu --scale smoke --dry-run
 """
 
 
