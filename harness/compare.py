@@ -217,8 +217,12 @@ def compare_runs(a: BenchmarkResult, b: BenchmarkResult) -> Comparison:
     return comparison
 
 
-def _pair(key: tuple, a: BenchmarkResult, b: BenchmarkResult) -> Pair:
+def pair_runs(key: tuple, a: BenchmarkResult, b: BenchmarkResult) -> Pair:
+    """Two successful results side by side, with their noise (also used by report history)."""
     return Pair(key, a, b, run_noise(a), run_noise(b))
+
+
+_pair = pair_runs
 
 
 def load_side(spec: str, results: Path, filters: ReportFilter) -> Side | BenchmarkResult:
