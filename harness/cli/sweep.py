@@ -69,7 +69,7 @@ def register(app: typer.Typer, state) -> None:
         from harness.cli.console import make_console
         from harness.config_resolution import parse_set_pairs
         from harness.sweep.planner import SweepOptions, plan_sweep
-        from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file
+        from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file, set_values
 
         spec = load_sweep_file(file) if file else SweepSpec(name="cli")
         registry = state.registry()
@@ -95,9 +95,18 @@ def register(app: typer.Typer, state) -> None:
             overrides["max_steps"] = max_steps
         if repeat is not None:
             overrides["repeat"] = repeat
+        set_axes: dict[str, list[str]] = {}
         if set_:
-            overrides["set"] = parse_set_pairs(list(set_))
-        points = apply_cli_axes(spec.expand(), axes, overrides)
+            single = {}
+            for key, raw in parse_set_pairs(list(set_)).items():
+                values = set_values(raw)
+                if len(values) > 1:
+                    set_axes[key] = values  # hydra style: --set recompute=full,none is an axis
+                else:
+                    single[key] = values[0]
+            if single:
+                overrides["set"] = single
+        points = apply_cli_axes(spec.expand(), axes, overrides, set_axes)
         if not file and not axes["case"]:
             raise UserInputError("give a sweep file or --case (see `harness sweep --help`)")
 
@@ -151,6 +160,12 @@ def summary_table(rows, title: str):
         table.add_column(column, justify="right" if column in ("#", value_header) else "left")
     table.add_column("note", overflow="fold", ratio=1)
     styles = {"success": "green", "done": "green", "skipped": "yellow", "to run": "cyan"}
+    # --set keys whose value differs between points (a hydra-style axis) name each point
+    seen: dict[str, set] = {}
+    for row in rows:
+        for key, value in row.planned.point.set:
+            seen.setdefault(key, set()).add(value)
+    varying = {key for key, values in seen.items() if len(values) > 1}
     for row in rows:
         point = row.planned.point
         settings = row.planned.context.config.settings if row.planned.context else None
@@ -159,7 +174,11 @@ def summary_table(rows, title: str):
         framework = row.planned.context.framework if row.planned.context else (point.framework or "-")
         case = point.case or "-"
         if point.label:
-            case = f"{case} [{point.label}]"
+            case = f"{case} \\[{point.label}]"
+        axes = [f"{key}={value}" for key, value in point.set
+                if key in varying and f"{key}={value}" not in (point.label or "")]
+        if axes:
+            case = f"{case} " + " ".join(axes)
         value = f"{row.value:,.1f}" if row.value is not None else "-"
         note = "recorded before" if row.status == "done" else (row.reason or "")
         style = styles.get(row.status, "red")
