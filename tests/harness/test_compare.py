@@ -109,3 +109,61 @@ def test_failed_run_cannot_be_compared(tmp_path, capsys):
     record(tmp_path, make_result("bad", value=None, status="failed", batch=2))
     assert main(["compare", "good", "bad", "--output", str(tmp_path)]) == 2
     assert "did not succeed" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------------- daily-use additions
+
+def test_measurement_windows_and_cases_are_warned_about():
+    from harness.compare import compare_runs, measurement_window, pair_warnings, windows_match
+
+    a = make_result("w-a", value=100.0)
+    assert measurement_window(a) == {"max_steps": 20, "skip_steps": 5, "learning_rate": None,
+                                     "dataset": None, "seed": 1234}
+    short = a.model_copy(update={"run_id": "w-b", "max_steps": 8})
+    assert windows_match(a, a) and not windows_match(a, short)
+    assert pair_warnings(a, short) == ["different measurement windows (max_steps 20 vs 8)"]
+    other = make_result("w-c", value=18.0, case="gpt3_1.3B")
+    assert pair_warnings(a, other) == ["different cases (gpt3_125M vs gpt3_1.3B)"]
+    assert compare_runs(a, other).pairs[0].warnings == ["different cases (gpt3_125M vs gpt3_1.3B)"]
+
+
+def test_cli_warns_on_different_cases_and_windows(tmp_path, capsys):
+    root = tmp_path / "r"
+    record(root, make_result("case-a", value=100.0))
+    record(root, make_result("case-b", value=18.0, case="gpt3_1.3B", minutes=5))
+    assert main(["compare", "case-a", "case-b", "--output", str(root)]) == 0
+    assert "warning: " in (err := capsys.readouterr().err) and "different cases" in err
+    a, b = tmp_path / "a", tmp_path / "b"
+    record(a, make_result("long", value=100.0))
+    record(b, make_result("short", value=90.0, minutes=5).model_copy(update={"max_steps": 8}))
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "different measurement windows (max_steps 20 vs 8)" in captured.err
+    assert json.loads(captured.out)["pairs"][0]["warnings"] == [
+        "different measurement windows (max_steps 20 vs 8)"]
+
+
+def test_fail_if_slower_beyond_noise(two_sets, capsys):
+    a, b = two_sets
+    # a1 -> b1 is 10% slower, beyond noise: fails with or without --beyond-noise
+    assert main(["compare", str(a), str(b), "--fail-if-slower", "5"]) == 1
+    assert main(["compare", str(a), str(b), "--fail-if-slower", "5", "--beyond-noise"]) == 1
+    capsys.readouterr()
+    # a slowdown within noise: 3% apart with 5% step noise on each side
+    c, d = a.parent / "c", a.parent / "d"
+    record(c, make_result("c1", value=103.0, batch=4, step_cv=0.05))
+    record(d, make_result("d1", value=100.0, batch=4, step_cv=0.05, minutes=60))
+    assert main(["compare", str(c), str(d), "--fail-if-slower", "1"]) == 1
+    assert main(["compare", str(c), str(d), "--fail-if-slower", "1", "--beyond-noise"]) == 0
+    assert main(["compare", str(c), str(d), "--beyond-noise"]) == 2  # needs --fail-if-slower
+
+
+def test_geometric_mean_row(two_sets, capsys):
+    a, b = two_sets
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    expected = (0.9 * 1.1 * 1.03) ** (1 / 3)
+    assert data["geometric_mean_ratio"] == pytest.approx(expected)
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "geometric mean of 3 pairs" in out and f"{expected:.3f}" in out
