@@ -56,7 +56,7 @@ def environment_fingerprint(env: ExecutionEnv | None) -> EnvironmentFingerprint:
     return EnvironmentFingerprint(
         harness_version=__version__,
         harness_git_sha=harness_git_sha(),
-        framework_build=build_tag(env.framework_version) if env else None,
+        framework_build=(env.framework_build or build_tag(env.framework_version)) if env else None,
         python=platform.python_version(),
         platform=f"{platform.system()} {platform.release()} {platform.machine()}",
         cpu=cpu_model(),

@@ -33,3 +33,9 @@ def test_fingerprint_fields():
     fingerprint = environment_fingerprint(env)
     assert fingerprint.framework_build == "cu132"
     assert fingerprint.harness_git_sha == harness_git_sha()
+
+
+def test_a_plugin_given_build_tag_wins():
+    env = ExecutionEnv(python="python3", framework="pytorch", framework_version="2.15.0",
+                       framework_build="cu132")
+    assert environment_fingerprint(env).framework_build == "cu132"
