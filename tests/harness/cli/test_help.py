@@ -22,7 +22,7 @@ def test_dash_h_shows_rich_help_panels_with_readable_placeholders():
     assert "╭─ Options" in text  # rich_markup_mode panels
     assert "<list[str]>" not in text and "<str>" not in re.sub(r"\s+", " ", text.split("--help")[0])
     assert "KEY=VALUE" in text and re.search(r"--batch-size\s+N\b", text)
-    assert "<fp32|fp16|bf16>" in text  # choices stay listed
+    assert "<fp32|fp16|bf16|fp8>" in text  # choices stay listed
     results_text = invoke("results", "show", "-h")
     assert "RUN_ID" in results_text and "{run_id}" not in results_text
 
