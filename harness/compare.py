@@ -9,8 +9,10 @@ whether the difference exceeds the runs' own noise:
     beyond noise  <=>  |B/A - 1| > NOISE_SIGMAS * sqrt(noise(A)^2 + noise(B)^2)
 
 Runs measured over different windows (steps, warm-up, learning rate and schedule, dataset,
-seed: ``harness.measurement_window``) are not paired unless the caller allows it
-(``allow_different_windows``): their ratio would not be a like-for-like figure.
+seed: :func:`measurement_window`, built on ``harness.measurement_window``) are not paired
+unless the caller allows it (``allow_different_windows``). A pair of different cases, or one
+of different windows that the caller allowed, carries warnings: its ratio is not a
+like-for-like figure.
 """
 
 from __future__ import annotations
@@ -20,13 +22,54 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.errors import UserInputError
-from harness.measurement_window import locked_differences
+from harness.measurement_window import locked_values
 from harness.models import BenchmarkResult
 from harness.report.data import ReportFilter, ReportRun, load_runs
 from harness.report.noise import Noise, run_noise
+from harness.stats import geometric_mean
 from harness.store import DB_NAME, ResultStore
 
 NOISE_SIGMAS = 2.0  # a difference of two noise standard deviations: ~95% if noise were normal
+
+
+def measurement_window(result: BenchmarkResult) -> dict[str, object]:
+    """What a FINAL_RESULT was measured over: the locked keys of the run's config
+    (``harness.measurement_window``: steps, warm-up, learning-rate schedule, dataset size,
+    seed) and the dataset it read. Two results are like for like only when these agree."""
+    window: dict[str, object] = dict(locked_values(result.config))
+    dataset = result.dataset
+    window["dataset"] = (dataset.kind, dataset.synthesized) if dataset else None
+    return window
+
+
+def window_differences(a: BenchmarkResult, b: BenchmarkResult) -> dict[str, tuple]:
+    """Fields of the measurement windows that differ: name -> (value in A, value in B)."""
+    window_a, window_b = measurement_window(a), measurement_window(b)
+    return {key: (window_a.get(key), window_b.get(key))
+            for key in sorted(set(window_a) | set(window_b)) if window_a.get(key) != window_b.get(key)}
+
+
+def windows_match(a: BenchmarkResult, b: BenchmarkResult) -> bool:
+    """Whether two results were measured over the same window (see :func:`measurement_window`)."""
+    return not window_differences(a, b)
+
+
+def pair_warnings(a: BenchmarkResult, b: BenchmarkResult) -> list[str]:
+    """Why the ratio of two results may not be a like-for-like figure."""
+    warnings = []
+    if a.case != b.case:
+        warnings.append(f"different cases ({a.case} vs {b.case})")
+    differences = window_differences(a, b)
+    if differences:
+        warnings.append("different measurement windows (" + ", ".join(
+            f"{key} {_window_text(va)} vs {_window_text(vb)}" for key, (va, vb) in differences.items()) + ")")
+    return warnings
+
+
+def _window_text(value) -> str:
+    if isinstance(value, tuple):
+        return f"{value[0]}{' synthetic' if value[1] else ''}"
+    return str(value)
 
 
 @dataclass
@@ -80,6 +123,10 @@ class Pair:
         noise = self.noise
         return None if noise is None else abs(self.change) > NOISE_SIGMAS * noise
 
+    @property
+    def warnings(self) -> list[str]:
+        return pair_warnings(self.a, self.b)
+
     def describe(self) -> str:
         first, second = _describe(self.a, self.key), _describe(self.b, self.key)
         return first if first == second else f"{first} vs {second}"
@@ -108,9 +155,17 @@ class Comparison:
     #: Runs that matched but were measured over different windows: (A, B, key -> (A's, B's)).
     different_windows: list[tuple[ReportRun, ReportRun, dict]] = field(default_factory=list)
 
-    def slower_than(self, pct: float) -> list[Pair]:
-        """Pairs where B's throughput is more than ``pct`` percent below A's."""
-        return [p for p in self.pairs if p.slower_pct > pct]
+    def slower_than(self, pct: float, beyond_noise: bool = False) -> list[Pair]:
+        """Pairs where B's throughput is more than ``pct`` percent below A's; with
+        ``beyond_noise`` only those whose difference also exceeds the runs' noise (a pair
+        without a noise estimate counts, so a gate never passes for want of data)."""
+        return [p for p in self.pairs if p.slower_pct > pct
+                and not (beyond_noise and p.beyond_noise is False)]
+
+    @property
+    def geometric_mean_ratio(self) -> float | None:
+        """Geometric mean of the pairs' B/A: one figure for a whole result set."""
+        return geometric_mean([p.ratio for p in self.pairs])
 
     def to_dict(self) -> dict:
         return {
@@ -122,8 +177,9 @@ class Comparison:
                 "ratio": p.ratio, "change_pct": p.change * 100.0,
                 "noise_a": p.noise_a.cv, "noise_a_source": p.noise_a.source,
                 "noise_b": p.noise_b.cv, "noise_b_source": p.noise_b.source,
-                "beyond_noise": p.beyond_noise,
+                "beyond_noise": p.beyond_noise, "warnings": p.warnings,
             } for p in self.pairs],
+            "geometric_mean_ratio": self.geometric_mean_ratio,
             "only_a": [r.result.run_id for r in self.only_a],
             "only_b": [r.result.run_id for r in self.only_b],
             "different_windows": [{"run_a": a.result.run_id, "run_b": b.result.run_id,
@@ -151,7 +207,7 @@ def compare_sides(a: Side, b: Side, allow_different_windows: bool = False) -> Co
         if run_b is None:
             comparison.only_a.append(run_a)
             continue
-        differences = locked_differences(run_a.result.config, run_b.result.config)
+        differences = window_differences(run_a.result, run_b.result)
         if differences and not allow_different_windows:
             comparison.different_windows.append((run_a, run_b, differences))
             continue
@@ -171,7 +227,7 @@ def compare_runs(a: BenchmarkResult, b: BenchmarkResult,
     if a.throughput.unit != b.throughput.unit:
         raise UserInputError(f"runs measure different units ({a.throughput.unit} vs "
                              f"{b.throughput.unit}); they cannot be compared")
-    differences = locked_differences(a.config, b.config)
+    differences = window_differences(a, b)
     if differences and not allow_different_windows:
         raise UserInputError(
             f"runs {a.run_id} and {b.run_id} were measured over different windows ("
@@ -182,8 +238,12 @@ def compare_runs(a: BenchmarkResult, b: BenchmarkResult,
     return comparison
 
 
-def _pair(key: tuple, a: BenchmarkResult, b: BenchmarkResult) -> Pair:
+def pair_runs(key: tuple, a: BenchmarkResult, b: BenchmarkResult) -> Pair:
+    """Two successful results side by side, with their noise (also used by report history)."""
     return Pair(key, a, b, run_noise(a), run_noise(b))
+
+
+_pair = pair_runs
 
 
 def load_side(spec: str, results: Path, filters: ReportFilter) -> Side | BenchmarkResult:

@@ -20,7 +20,7 @@ from harness.models.launch import DatasetInfo, RunStatus
 from harness.models.result import (
     EnvironmentFingerprint, LogSummary, Provenance, RepeatResult, StepTimeStats, Throughput,
 )
-from harness.stats import after_warmup, mean_after_warmup, spread, step_time_stats
+from harness.stats import after_warmup, mean_after_warmup, spread, step_time_stats, total_work_rate
 
 #: ``Throughput.method`` of the rule ``harness run`` applies to every repeat.
 RUN_METHOD = "mean-after-warmup"
@@ -33,6 +33,7 @@ class FinalResult:
     value: float
     median: float | None
     method: str
+    total_work: float | None = None  # units over the measured wall time (first repeat)
 
 
 @dataclass(frozen=True)
@@ -40,18 +41,20 @@ class RepeatFigures:
     final: float | None
     median: float | None
     step_time: StepTimeStats | None
+    total_work: float | None = None
 
 
 def repeat_figures(reading: LogReading | None, skip_steps: int) -> RepeatFigures:
-    """One launched repeat's FINAL_RESULT (mean throughput after the warm-up), its median and
-    its step-time statistics."""
+    """One launched repeat's FINAL_RESULT (mean throughput after the warm-up), its median,
+    its step-time statistics and its total-work rate (units over the measured wall time)."""
     if reading is None:
         return RepeatFigures(None, None, None)
     summary = reading.summary
     measured = spread(after_warmup(summary.throughput, skip_steps))
     return RepeatFigures(final=mean_after_warmup(summary.throughput, skip_steps),
                          median=measured.median if measured else None,
-                         step_time=step_time_stats(summary.step_time, skip_steps))
+                         step_time=step_time_stats(summary.step_time, skip_steps),
+                         total_work=total_work_rate(summary.throughput, summary.step_time, skip_steps))
 
 
 def log_verdict(status: RunStatus, reason: str | None, reading: LogReading | None,
@@ -123,7 +126,8 @@ def build_result(
     if final is not None:
         throughput = Throughput(value=final.value, unit=unit,
                                 per_device=final.value / settings.world_size,
-                                median=final.median, method=final.method)
+                                median=final.median, method=final.method,
+                                total_work=final.total_work)
     summary = reading.summary if reading is not None else None
     return BenchmarkResult(
         run_id=run_id,

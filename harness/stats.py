@@ -5,7 +5,9 @@
   harness``;
 - :func:`coefficient_of_variation`: the noise of repeats, of step times, of a method's values;
 - :func:`percentile` and :func:`spread`: median, p5/p95 and CV reported next to a figure;
-- :func:`step_time_stats`: the step-time statistics of a result.
+- :func:`step_time_stats`: the step-time statistics of a result;
+- :func:`total_work_rate`: work done over the measured wall time (beside FINAL_RESULT);
+- :func:`geometric_mean`: the summary of several ratios (a comparison of result sets).
 
 Every function takes plain sequences of floats (lists, or ``array('d')`` from a streamed log)
 and computes in float arithmetic: ``statistics.stdev`` works in exact fractions, which takes
@@ -113,3 +115,29 @@ def step_time_stats(step_times: Sequence[float], skip: int) -> StepTimeStats | N
         return None
     return StepTimeStats(n=measured.n, mean=measured.mean, median=measured.median,
                          p5=measured.p5, p95=measured.p95, cv=measured.cv)
+
+
+def total_work_rate(throughputs: Sequence[float], step_times: Sequence[float], skip: int) -> float | None:
+    """Units (tokens, samples) processed in the measured steps over the time they took:
+    ``sum(throughput_i * time_i) / sum(time_i)`` after the warm-up.
+
+    FINAL_RESULT is the mean of the per-step rates (the seeds' convention), which weighs a
+    slow step as much as a fast one; this is the figure a wall clock gives. None when the
+    series are missing or of different lengths (the two cannot be paired step by step).
+    """
+    if not throughputs or len(throughputs) != len(step_times):
+        return None
+    rates, times = after_warmup(throughputs, skip), after_warmup(step_times, skip)
+    elapsed = math.fsum(times)
+    if elapsed <= 0:
+        return None
+    return math.fsum(r * t for r, t in zip(rates, times)) / elapsed
+
+
+def geometric_mean(values: Sequence[float]) -> float | None:
+    """exp(mean(log v)) of positive values; None for none (the mean of ratios B/A that
+    treats a 2x speed-up and a 2x slow-down as cancelling out)."""
+    positive = [v for v in values if v > 0]
+    if not positive or len(positive) != len(values):
+        return None
+    return math.exp(math.fsum(math.log(v) for v in positive) / len(positive))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
+from datetime import datetime
 from pathlib import Path
 
 from harness.models import BenchmarkResult
@@ -84,18 +85,25 @@ class ResultStore:
             )
             return cursor.rowcount == 1
 
-    def list(self, *, case: str | None = None, framework: str | None = None,
-             vendor: str | None = None, status: str | None = None, limit: int = 50) -> list[BenchmarkResult]:
+    def list(self, *, case: str | list[str] | None = None, framework: str | list[str] | None = None,
+             vendor: str | list[str] | None = None, status: str | list[str] | None = None,
+             since: datetime | None = None, limit: int | None = 50) -> list[BenchmarkResult]:
+        """Recorded results, newest first; each filter is a value or a list of values (empty:
+        all), ``since`` keeps runs started at or after it, ``limit`` None means all."""
         clauses, args = [], []
         for column, value in (("case_name", case), ("framework", framework),
                               ("vendor", vendor), ("status", status)):
-            if value is not None:
-                clauses.append(f"{column} = ?")
-                args.append(value)
+            values = [value] if isinstance(value, str) else list(value or [])
+            if values:
+                clauses.append(f"{column} IN ({','.join('?' * len(values))})")
+                args.extend(values)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         rows = self._read(f"SELECT result_json FROM runs {where} ORDER BY created_at DESC LIMIT ?",
-                          (*args, limit))
-        return [BenchmarkResult.model_validate_json(row[0]) for row in rows]
+                          (*args, -1 if limit is None or since is not None else limit))
+        results = [BenchmarkResult.model_validate_json(row[0]) for row in rows]
+        if since is not None:  # compared as datetimes: stored offsets may differ
+            results = [r for r in results if r.started_at >= since][:limit]
+        return results
 
     def get(self, run_id: str) -> BenchmarkResult | None:
         """A result by run id or unique run-id prefix (characters match literally: ``%`` and

@@ -25,3 +25,19 @@ def test_wheel_contains_scripts_readers_and_configs(tmp_path):
                 expected.add(path.relative_to(REPO / root).as_posix())
     missing = sorted(expected - packaged)
     assert not missing, f"not in the wheel: {missing}"
+
+
+def test_typer_has_an_upper_bound_that_the_installed_typer_meets():
+    """main.py and cli/metavars.py recognise typer's bundled click by shape: pinned below the
+    next minor release, which may change it."""
+    import tomllib
+    from importlib.metadata import version
+
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    [typer] = [Requirement(r) for r in project["dependencies"] if r.startswith("typer")]
+    assert any(spec.operator == "<" for spec in typer.specifier), typer
+    assert version("typer") in typer.specifier
+    extras = project["optional-dependencies"]
+    assert any(r.startswith("tensorboardX") for r in extras["tensorboard"])

@@ -14,15 +14,18 @@ from harness.errors import UserInputError
 
 HELP = """Compare recorded results: value, ratio B/A, and whether the difference exceeds the runs' noise.
 
-  harness compare RUN_A RUN_B                      two runs (ids or unique prefixes)
-  harness compare results-old/ results-new/        two result sets (results folders)
-  harness compare --frameworks pytorch,paddle      two frameworks in one results folder
+Examples:
+
+harness compare RUN_A RUN_B  [dim]# two runs (ids or unique prefixes)[/dim]
+harness compare results-old/ results-new/  [dim]# two result sets (results folders)[/dim]
+harness compare --frameworks pytorch,paddle  [dim]# two frameworks in one results folder[/dim]
+harness compare results-main/ results-pr/ --fail-if-slower 5 --beyond-noise  [dim]# CI gate[/dim]
 
 Runs of two sets are paired when case, vendor, scale, layout, precision, batch size,
-accumulation and sweep label agree. Noise of a run: CV of FINAL_RESULT over its repeats,
-else its step-time CV; a difference is beyond noise when |B/A - 1| exceeds twice the two
-runs' combined noise. --fail-if-slower PCT exits 1 when any B is more than PCT percent
-slower than its A (for regression gates in CI).
+accumulation and sweep label agree; a geometric-mean row sums up the ratios. Noise of a run:
+CV of FINAL_RESULT over its repeats, else its step-time CV; a difference is beyond noise when
+|B/A - 1| exceeds twice the two runs' combined noise. A pair of different cases or of
+different measurement windows (steps, warm-up, learning rate, dataset, seed) is warned about.
 """
 
 EXIT_SLOWER = 1
@@ -41,6 +44,9 @@ def register(app: typer.Typer, state) -> None:
         sweep: SweepsFilter = None,
         fail_if_slower: Annotated[Optional[float], typer.Option(
             min=0, help="Exit 1 if any candidate is more than PCT percent slower than its baseline.")] = None,
+        beyond_noise: Annotated[bool, typer.Option(
+            "--beyond-noise", help="With --fail-if-slower: fail only on slowdowns that also exceed "
+                                   "the runs' noise.")] = False,
         json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
         allow_different_windows: Annotated[bool, typer.Option(
             "--allow-different-windows",
@@ -84,11 +90,17 @@ def register(app: typer.Typer, state) -> None:
                        "measured over different windows (" + ", ".join(
                            f"{k} {va} vs {vb}" for k, (va, vb) in differences.items())
                        + "); --allow-different-windows pairs them", err=True)
+        for pair in comparison.pairs:
+            for warning in pair.warnings:
+                typer.echo(f"warning: {pair.describe()}: {warning}; its ratio is not like for like",
+                           err=True)
         if not comparison.pairs:
             typer.echo("warning: no comparable pairs (nothing matched on case, layout, precision "
                        "and batch size)", err=True)
+        if beyond_noise and fail_if_slower is None:
+            raise UserInputError("--beyond-noise qualifies --fail-if-slower PCT; give both")
         if fail_if_slower is not None:
-            slower = comparison.slower_than(fail_if_slower)
+            slower = comparison.slower_than(fail_if_slower, beyond_noise=beyond_noise)
             if slower:
                 for pair in slower:
                     typer.echo(f"slower: {pair.describe()}: {pair.value_b:,.2f} vs {pair.value_a:,.2f} "
@@ -97,24 +109,31 @@ def register(app: typer.Typer, state) -> None:
 
 
 def _print(comparison) -> None:
+    from rich.markup import escape
     from rich.table import Table
 
     from harness.cli.console import make_console
 
-    table = Table(title=f"A = {comparison.label_a}   B = {comparison.label_b}", title_justify="left")
+    table = Table(title=f"A = {escape(comparison.label_a)}   B = {escape(comparison.label_b)}", title_justify="left")
     for column in ("what", "A", "B", "unit", "B/A", "change", "noise A", "noise B", "beyond noise"):
         table.add_column(column, justify="left" if column in ("what", "unit") else "right")
     for pair in comparison.pairs:
         beyond = pair.beyond_noise
         verdict = "unknown" if beyond is None else ("[bold]yes[/bold]" if beyond else "no")
         style = "green" if pair.change > 0 else "red"
+        what = pair.describe() + (f" ({pair.a.framework} vs {pair.b.framework})"
+                                  if pair.a.framework != pair.b.framework else "")
         table.add_row(
-            pair.describe() + (f" ({pair.a.framework} vs {pair.b.framework})"
-                               if pair.a.framework != pair.b.framework else ""),
+            escape(what) + (" [yellow](!)[/yellow]" if pair.warnings else ""),
             f"{pair.value_a:,.2f}", f"{pair.value_b:,.2f}", pair.unit, f"{pair.ratio:.3f}",
             f"[{style}]{pair.change:+.1%}[/{style}]",
             _noise_text(pair.noise_a), _noise_text(pair.noise_b), verdict,
         )
+    geomean = comparison.geometric_mean_ratio
+    if len(comparison.pairs) > 1 and geomean is not None:
+        table.add_section()
+        table.add_row(f"geometric mean of {len(comparison.pairs)} pairs", "", "", "",
+                      f"{geomean:.3f}", f"{geomean - 1:+.1%}", "", "", "")
     console = make_console()
     console.print(table)
     for label, runs in (("A", comparison.only_a), ("B", comparison.only_b)):

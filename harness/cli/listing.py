@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.options import FrameworksFilter, split_list
+
 
 def print_table(columns: tuple[str, ...], rows: Iterable[tuple[str, ...]]) -> None:
-    """One rich table on stdout, wide enough off a terminal that nothing is cut."""
+    """One rich table on stdout, wide enough off a terminal that nothing is cut. Cells are
+    plain text: a description's ``[train]`` is printed, not read as rich markup."""
     from rich.table import Table
+    from rich.text import Text
 
     from harness.cli.console import make_console
 
     table = Table(*columns)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(Text(str(cell)) for cell in row))
     make_console().print(table)
 
 
@@ -24,17 +30,57 @@ def by_name(catalog) -> list[tuple[str, object]]:
     return [(name, catalog.items[name]) for name in catalog.names()]
 
 
+def headline_first(cases: list[tuple[str, object]]) -> list[tuple[str, object]]:
+    """Headline cases (``CaseSpec.headline``) before the rest, each part in name order."""
+    return sorted(cases, key=lambda item: not getattr(item[1], "headline", False))
+
+
 def register(app: typer.Typer, state) -> None:
     group = typer.Typer(help="List what the loaded plugins provide.", no_args_is_help=True)
     app.add_typer(group, name="list")
 
     @group.command("cases")
-    def cases_command() -> None:
-        """Cases with their model, unit and the frameworks that implement them."""
+    def cases_command(
+        model: Annotated[Optional[str], typer.Option(
+            help="Only cases of these model families (comma-separated), e.g. gpt,bert.")] = None,
+        framework: FrameworksFilter = None,
+        all_cases: Annotated[bool, typer.Option(
+            "--all/--headline", help="Every case, or only the headline cases (GPT-3 sizes, "
+                                     "BERT-base, CNNs) without parallel-layout matrices.")] = True,
+        json_output: Annotated[bool, typer.Option("--json", help="Print the cases as a JSON list.")] = False,
+    ) -> None:
+        """Cases with their model, unit and the frameworks that implement them; the headline
+        cases first."""
         registry = state.registry()
+        models, frameworks = split_list(model, "--model"), split_list(framework, "--framework")
+        for name in frameworks:
+            if name not in registry.frameworks:
+                from harness.errors import UserInputError, did_you_mean
+
+                raise UserInputError(f"--framework: unknown framework {name!r}. "
+                                     + did_you_mean(name, registry.frameworks.items))
+        rows = []
+        for name, case in headline_first(by_name(registry.cases)):
+            implementations = registry.frameworks_for(case)
+            if models and case.model not in models:
+                continue
+            if frameworks and not set(frameworks) & set(implementations):
+                continue
+            if not all_cases and not case.headline:
+                continue
+            rows.append({"case": name, "model": case.model, "unit": case.unit,
+                         "frameworks": list(implementations), "headline": case.headline,
+                         "description": case.description})
+        if json_output:
+            typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+            return
         print_table(("case", "model", "unit", "frameworks", "description"),
-                    ((name, case.model, case.unit, ", ".join(registry.frameworks_for(case)) or "-",
-                      case.description) for name, case in by_name(registry.cases)))
+                    ((("* " if row["headline"] else "  ") + row["case"], row["model"], row["unit"],
+                      ", ".join(row["frameworks"]) or "-", row["description"]) for row in rows))
+        if not rows:
+            typer.echo("no case matches the filters", err=True)
+        elif any(row["headline"] for row in rows):
+            typer.echo("* headline case", err=True)
 
     @group.command("frameworks")
     def frameworks_command() -> None:

@@ -10,10 +10,13 @@ from harness import __version__
 
 HELP = """harness: measure, compare and certify training performance across frameworks and vendors.
 
-Headline: harness run --vendor nvidia --case gpt3_6.7B
+Headline: [bold]harness run --vendor nvidia --case gpt3_6.7B[/bold]
 
-Smoke test on any laptop: harness run --vendor cpu --case gpt3_6.7B --scale smoke
+Smoke test on any laptop: [bold]harness run --vendor cpu --case gpt3_6.7B --scale smoke[/bold]
 """
+
+#: ``-h`` as well as ``--help`` on every command (click hands this to sub-contexts).
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"]}
 
 
 def _version_callback(value: bool) -> None:
@@ -27,8 +30,11 @@ def build_app(pm=None) -> typer.Typer:
     from harness.cli import env, listing, plugins, results, run
     from harness.cli.state import AppState
 
-    app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=False,
-                      pretty_exceptions_enable=False, rich_markup_mode=None)
+    from harness.cli.metavars import ReadableGroup
+
+    app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, cls=ReadableGroup,
+                      context_settings=CONTEXT_SETTINGS, pretty_exceptions_enable=False,
+                      rich_markup_mode="rich")
 
     @app.callback()
     def _root(

@@ -1,45 +1,119 @@
-"""``harness results``: read the results database."""
+"""``harness results``: list, show and export recorded results."""
 
 from __future__ import annotations
 
+import json
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from harness.cli.options import DEFAULT_OUTPUT, OutputOption, StatusChoice
+from harness.cli.options import (DEFAULT_OUTPUT, CasesFilter, FrameworksFilter, OutputOption,
+                                 StatusChoice, VendorsFilter, split_list)
 from harness.errors import UserInputError
+
+StatusFilter = Annotated[Optional[str], typer.Option(
+    "--status", help="Only these statuses (comma-separated): "
+                     + ", ".join(member.value for member in StatusChoice) + ".")]
+SinceFilter = Annotated[Optional[str], typer.Option(
+    help="Only runs started at or after this ISO date/time (UTC), e.g. 2026-11-21.")]
+
+#: ``results list`` columns: (header, JSON key).
+LIST_COLUMNS = (("run id", "run_id"), ("date", "started_at"), ("case", "case"),
+                ("framework", "framework"), ("vendor", "vendor"), ("layout", "layout"),
+                ("precision", "precision"), ("batch", "micro_batch_size"), ("scale", "scale"),
+                ("status", "status"), ("FINAL_RESULT", "final_result"), ("unit", "unit"),
+                ("MFU", "mfu"))
+
+
+class ExportFormat(str, Enum):
+    csv = "csv"
+    jsonl = "jsonl"
+
+
+def _statuses(text: str | None) -> list[str]:
+    values = split_list(text, "--status")
+    valid = [member.value for member in StatusChoice]
+    for value in values:
+        if value not in valid:
+            raise UserInputError(f"--status: {value!r} is not one of {', '.join(valid)}")
+    return values
+
+
+def query(output: Path, case, framework, vendor, status, since, limit: int | None):
+    """(result, run folder) pairs of the recorded runs that match, newest first."""
+    from harness.cli.report import parse_since
+    from harness.store import DB_NAME, ResultStore
+
+    if not (output / DB_NAME).is_file():
+        raise UserInputError(f"no results database at {output / DB_NAME}; pass --output with the "
+                             "folder `harness run`/`harness sweep` wrote to")
+    store = ResultStore(output)
+    results = store.list(case=split_list(case, "--case"), framework=split_list(framework, "--framework"),
+                         vendor=split_list(vendor, "--vendor"), status=_statuses(status),
+                         since=parse_since(since), limit=limit)
+    dirs = store.run_dirs()
+    return [(result, dirs.get(result.run_id)) for result in results]
+
+
+def list_row(result) -> dict:
+    t, e = result.throughput, result.efficiency
+    return {
+        "run_id": result.run_id, "started_at": result.started_at.isoformat(), "case": result.case,
+        "framework": result.framework, "vendor": result.vendor,
+        "layout": f"{result.nnodes}x{result.nproc}", "precision": result.precision,
+        "micro_batch_size": result.micro_batch_size, "scale": result.config.scale,
+        "status": result.status, "final_result": t.value if t else None,
+        "unit": t.unit if t else None, "mfu": e.mfu if e else None,
+        "total_work": t.total_work if t else None, "config_hash": result.config_hash,
+    }
 
 
 def register(app: typer.Typer, state) -> None:
-    group = typer.Typer(help="List and show recorded results.", no_args_is_help=True)
+    group = typer.Typer(help="List, show and export recorded results.", no_args_is_help=True)
     app.add_typer(group, name="results")
 
     @group.command("list")
     def list_command(
         output: OutputOption = DEFAULT_OUTPUT,
-        case: Annotated[Optional[str], typer.Option(help="Only this case.")] = None,
-        framework: Annotated[Optional[str], typer.Option(help="Only this framework.")] = None,
-        vendor: Annotated[Optional[str], typer.Option(help="Only this vendor.")] = None,
-        status: Annotated[Optional[StatusChoice], typer.Option(help="Only this status.")] = None,
+        case: CasesFilter = None,
+        framework: FrameworksFilter = None,
+        vendor: VendorsFilter = None,
+        status: StatusFilter = None,
+        since: SinceFilter = None,
         limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 50,
+        json_output: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON list.")] = False,
     ) -> None:
-        """List recorded runs, newest first."""
-        from harness.cli.console import make_console
+        """List recorded runs, newest first: case, framework, vendor, layout, precision, batch,
+        scale, status, FINAL_RESULT, MFU and date."""
+        rows = [list_row(result) for result, _ in query(output, case, framework, vendor, status,
+                                                         since, limit)]
+        if json_output:
+            typer.echo(json.dumps(rows, indent=2))
+            return
         from rich.table import Table
 
-        from harness.store import ResultStore
+        from harness.cli.console import make_console
 
-        rows = ResultStore(output).list(case=case, framework=framework, vendor=vendor,
-                                        status=status.value if status else None, limit=limit)
-        table = Table("run id", "case", "framework", "vendor", "status", "FINAL_RESULT", "unit", "config")
-        for r in rows:
-            value = f"{r.throughput.value:,.2f}" if r.throughput else "-"
-            unit = r.throughput.unit if r.throughput else ""
-            table.add_row(r.run_id, r.case, r.framework, r.vendor, r.status, value, unit, r.config_hash)
+        table = Table(*(header for header, _ in LIST_COLUMNS))
+        for row in rows:
+            cells = []
+            for _, key in LIST_COLUMNS:
+                value = row[key]
+                if key == "final_result":
+                    value = f"{value:,.2f}" if value is not None else "-"
+                elif key == "mfu":
+                    value = f"{value:.1%}" if value is not None else "-"
+                elif key == "started_at":
+                    value = value[:16].replace("T", " ")
+                elif key == "status" and value != "success":
+                    value = f"[red]{value}[/red]"
+                cells.append("-" if value is None else str(value))
+            table.add_row(*cells)
         make_console().print(table)
         if not rows:
-            typer.echo(f"no runs recorded in {output}", err=True)
+            typer.echo(f"no recorded runs match in {output}", err=True)
 
     @group.command("show")
     def show_command(
@@ -53,3 +127,53 @@ def register(app: typer.Typer, state) -> None:
         if result is None:
             raise UserInputError(f"no single run matches {run_id!r} in {output}; see `harness results list`")
         typer.echo(result.model_dump_json(indent=2))
+
+    @group.command("export")
+    def export_command(
+        output: OutputOption = DEFAULT_OUTPUT,
+        format_: Annotated[ExportFormat, typer.Option(
+            "--format", help="csv (a header row, then one row per run) or jsonl (one JSON "
+                             "object per line).")] = ExportFormat.csv,
+        to: Annotated[Optional[Path], typer.Option(
+            help="Write the table to this file (default: stdout).")] = None,
+        repeats: Annotated[bool, typer.Option(
+            "--repeats", help="One row per repeat instead of per run (repeat_* columns added).")] = False,
+        tensorboard: Annotated[Optional[Path], typer.Option(
+            help="Also write TensorBoard event files into this folder, one sub-folder per run: "
+                 "loss, throughput, learning rate and step time per step, and the device "
+                 "monitor's memory, power and utilisation (needs the tensorboard extra); "
+                 "alone, without --to, it prints no table.")] = None,
+        case: CasesFilter = None,
+        framework: FrameworksFilter = None,
+        vendor: VendorsFilter = None,
+        status: StatusFilter = None,
+        since: SinceFilter = None,
+    ) -> None:
+        """Export recorded runs with stable column names (listed in the README), and
+        optionally as TensorBoard event files.
+
+        [bold]harness results export --format csv --to runs.csv[/bold]
+
+        [bold]harness results export --format jsonl --repeats --case gpt3_125M[/bold]
+
+        [bold]harness results export --tensorboard tb/ && tensorboard --logdir tb/[/bold]
+        """
+        from harness.export.table import export_rows, to_csv, to_jsonl, write_export
+
+        selected = query(output, case, framework, vendor, status, since, None)
+        rows = export_rows(selected, per_repeat=repeats)
+        if tensorboard is not None:
+            from harness.export.tensorboard import export_tensorboard
+            from harness.report.data import ReportRun
+            from harness.report.steps import log_step_reader
+
+            runs = [ReportRun(result, Path(folder) if folder else None) for result, folder in selected]
+            written = export_tensorboard(runs, tensorboard, log_step_reader(state.registry()))
+            typer.echo(f"tensorboard: {written.runs} runs -> {tensorboard} ({written.step_scalars} "
+                       f"step values, {written.device_scalars} device samples); "
+                       f"view with: tensorboard --logdir {tensorboard}", err=True)
+            if to is None:
+                return
+        write_export(to_csv(rows, repeats) if format_ is ExportFormat.csv else to_jsonl(rows), to)
+        if to is not None:
+            typer.echo(f"{len(rows)} rows -> {to}", err=True)

@@ -65,7 +65,10 @@ def register(app: typer.Typer, state) -> None:
         pm, registry = state.plugin_manager(), state.registry()
         context = plan(pm, registry, request)
         observer = ConsoleObserver(registry, show_log=show_log)
-        report = execute(pm, registry, context, request, observer)
+        try:
+            report = execute(pm, registry, context, request, observer)
+        finally:
+            observer.end_repeat()  # the bar runs from the first phase: stop it on any failure
         if context.node_rank:
             typer.echo(f"node {context.node_rank} of job {context.job_id}: {report.result.status}"
                        f"; node record {report.legacy_path}; the job's result is node 0's")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.cli.console import make_console
+from rich.markup import escape
 from rich.table import Table
 
 
@@ -14,12 +15,13 @@ def print_summary(report, console=None) -> None:
     console = console or make_console()
     r = report.result
     table = Table(title=f"harness run {r.run_id}", show_header=False, title_justify="left")
-    table.add_column("field", style="bold")
-    table.add_column("value")
+    table.add_column("field", style="bold", no_wrap=True)
+    # Long values (run folder paths, failure reasons) wrap inside the box instead of being cut.
+    table.add_column("value", overflow="fold")
     status = r.status if r.status == "success" else f"[red]{r.status}[/red]"
     table.add_row("status", status)
     if r.failure_reason:
-        table.add_row("reason", r.failure_reason)
+        table.add_row("reason", escape(r.failure_reason))
     if r.modified:
         table.add_row("modified", f"[yellow]{', '.join(r.modified)}[/yellow] set on the command "
                                   "line: not measured over the case's own window")
@@ -36,7 +38,11 @@ def print_summary(report, console=None) -> None:
     table.add_row("steps", f"{r.steps_completed}/{r.max_steps} (first {r.skip_steps} skipped)")
     if r.throughput:
         t = r.throughput
-        table.add_row("FINAL_RESULT", f"[bold]{t.value:,.2f} {t.unit}[/bold] ({t.per_device:,.2f} per device)")
+        table.add_row("FINAL_RESULT", f"[bold]{t.value:,.2f} {t.unit}[/bold] ({t.per_device:,.2f} per device; "
+                                      "mean of per-step rates after warm-up)")
+        if t.total_work is not None:
+            table.add_row("total work", f"{t.total_work:,.2f} {t.unit} (units of the measured steps / "
+                                        "their wall time)")
         if t.median:
             table.add_row("median step throughput", f"{t.median:,.2f} {t.unit}")
     if r.step_time:
@@ -58,6 +64,6 @@ def print_summary(report, console=None) -> None:
         table.add_row("energy", f"{e.energy_per_unit_j:.4g} J per {unit.rstrip('s')} "
                                 f"({e.busy_power_w:,.0f} W while busy)")
     table.add_row("config hash", r.config_hash)
-    table.add_row("run folder", str(report.run_dir))
-    table.add_row("legacy index", str(report.legacy_path))
+    table.add_row("run folder", escape(str(report.run_dir)))
+    table.add_row("legacy index", escape(str(report.legacy_path)))
     console.print(table)

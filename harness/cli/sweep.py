@@ -13,13 +13,20 @@ from harness.errors import UserInputError, did_you_mean
 
 HELP = """Run a matrix of benchmark runs, one after another.
 
-The matrix is the product of the comma-separated lists, or of a sweep TOML file's [matrix]
+The matrix is the product of the comma-separated lists, or of a sweep TOML file's \\[matrix]
 (see sweeps/ for the seeds' tables); lists given on the command line replace that field of
 the file. Points this machine cannot run are listed as skipped with the reason. Runs already
 recorded with the same resolved-config hash are skipped, so an interrupted sweep (Ctrl-C)
 resumes where it stopped when started again. A failing run does not stop the sweep.
 
-Example: harness sweep --case gpt3_125M --scale smoke --precision fp32,bf16 --batch-size 4,8 --nproc 1,2
+A --set value with commas is an axis too (hydra style): --set recompute=full,none runs
+every point once with each value.
+
+Examples:
+
+harness sweep --case gpt3_125M --scale smoke --precision fp32,bf16 --batch-size 4,8 --nproc 1,2
+harness sweep --case gpt3_125M --scale smoke --set recompute=full,none
+harness sweep sweeps/ngc_bert_base.toml --vendor cpu --scale smoke --dry-run
 """
 
 
@@ -62,7 +69,7 @@ def register(app: typer.Typer, state) -> None:
         from harness.cli.console import make_console
         from harness.config_resolution import parse_set_pairs
         from harness.sweep.planner import SweepOptions, plan_sweep
-        from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file
+        from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file, set_values
 
         spec = load_sweep_file(file) if file else SweepSpec(name="cli")
         registry = state.registry()
@@ -88,9 +95,18 @@ def register(app: typer.Typer, state) -> None:
             overrides["max_steps"] = max_steps
         if repeat is not None:
             overrides["repeat"] = repeat
+        set_axes: dict[str, list[str]] = {}
         if set_:
-            overrides["set"] = parse_set_pairs(list(set_))
-        points = apply_cli_axes(spec.expand(), axes, overrides)
+            single = {}
+            for key, raw in parse_set_pairs(list(set_)).items():
+                values = set_values(raw)
+                if len(values) > 1:
+                    set_axes[key] = values  # hydra style: --set recompute=full,none is an axis
+                else:
+                    single[key] = values[0]
+            if single:
+                overrides["set"] = single
+        points = apply_cli_axes(spec.expand(), axes, overrides, set_axes)
         if not file and not axes["case"]:
             raise UserInputError("give a sweep file or --case (see `harness sweep --help`)")
 
@@ -144,6 +160,12 @@ def summary_table(rows, title: str):
         table.add_column(column, justify="right" if column in ("#", value_header) else "left")
     table.add_column("note", overflow="fold", ratio=1)
     styles = {"success": "green", "done": "green", "skipped": "yellow", "to run": "cyan"}
+    # --set keys whose value differs between points (a hydra-style axis) name each point
+    seen: dict[str, set] = {}
+    for row in rows:
+        for key, value in row.planned.point.set:
+            seen.setdefault(key, set()).add(value)
+    varying = {key for key, values in seen.items() if len(values) > 1}
     for row in rows:
         point = row.planned.point
         settings = row.planned.context.config.settings if row.planned.context else None
@@ -152,7 +174,11 @@ def summary_table(rows, title: str):
         framework = row.planned.context.framework if row.planned.context else (point.framework or "-")
         case = point.case or "-"
         if point.label:
-            case = f"{case} [{point.label}]"
+            case = f"{case} \\[{point.label}]"
+        axes = [f"{key}={value}" for key, value in point.set
+                if key in varying and f"{key}={value}" not in (point.label or "")]
+        if axes:
+            case = f"{case} " + " ".join(axes)
         value = f"{row.value:,.1f}" if row.value is not None else "-"
         note = "recorded before" if row.status == "done" else (row.reason or "")
         style = styles.get(row.status, "red")

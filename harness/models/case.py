@@ -21,6 +21,9 @@ class CaseSpec(BaseModel):
     name: str = Field(description="Case name used on the command line, e.g. gpt3_6.7B.")
     model: str = Field(description="Model family a framework plugin implements, e.g. gpt.")
     description: str = Field("", description="One line shown by `harness list cases`.")
+    headline: bool = Field(
+        False, description="A case the seed documents headline (GPT-3 sizes, BERT-base, the "
+                           "CNNs): `harness list cases` lists these first.")
     dataset: str = Field(description="Dataset kind prepare_data must provide, e.g. gpt-npy.")
     unit: str = Field(description="Throughput unit of FINAL_RESULT, e.g. tokens/s.")
     mission_name: str = Field(description="Legacy index JSON mission_name (task name).")

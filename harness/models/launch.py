@@ -19,6 +19,9 @@ class ExecutionEnv(BaseModel):
     env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables.")
     framework: str = Field(description="Name of the framework this environment runs.")
     framework_version: str | None = Field(None, description="Installed framework version, recorded in the result.")
+    framework_build: str | None = Field(
+        None, description="The framework's build tag where the plugin knows it (cu132 for a CUDA "
+                          "13.2 PyTorch wheel); else the local label of framework_version is used.")
     isolated: bool = Field(False, description="True when this is a dedicated virtual environment.")
     packages: dict[str, str] = Field(
         default_factory=dict, description="Installed package versions (the lock of the environment)."

@@ -42,6 +42,10 @@ class Throughput(BaseModel):
     scope: str | None = Field(
         None, description="How the log's figures were read: 'per-gpu' (multiplied by the GPU count) "
                           "or 'global' (the job's total as printed).")
+    total_work: float | None = Field(
+        None, description="Total-work figure: units (tokens, samples) processed in the measured "
+                          "steps over their wall time, sum(rate*time)/sum(time). FINAL_RESULT "
+                          "(value) is the mean of the per-step rates, the seeds' convention.")
 
 
 class RepeatResult(BaseModel):
@@ -78,6 +82,12 @@ class LogSummary(BaseModel):
 
 class EnvironmentFingerprint(BaseModel):
     harness_version: str
+    harness_git_sha: str | None = Field(
+        None, description="Commit of the harness checkout that ran it (suffix -dirty for local "
+                          "changes); None when harness is not run from a git checkout.")
+    framework_build: str | None = Field(
+        None, description="Build tag of the framework: the local label of its version "
+                          "(cu128 in 2.8.0+cu128), None when the version has none.")
     python: str
     platform: str
     cpu: str | None = None

@@ -25,12 +25,13 @@ def generate_report(results: Path, out_dir: Path, filters: ReportFilter | None =
                     registry: Registry | None = None) -> ReportOutput:
     """Read the recorded runs under ``results`` and write the report into ``out_dir``."""
     from harness.report.build import ReportBuilder
-    from harness.report.data import load_runs
+    from harness.report.data import load_history, load_runs
     from harness.report.render import write_report
     from harness.report.steps import log_step_reader
 
     runs = load_runs(results, filters)
     reader = log_step_reader(registry) if registry is not None else None
-    document = ReportBuilder(runs, filters, options, step_reader=reader).build()
+    history = load_history(results, filters) if options is not None and options.history else None
+    document = ReportBuilder(runs, filters, options, step_reader=reader, history=history).build()
     paths = write_report(document, out_dir)
     return ReportOutput(paths["markdown"], paths["html"], len(runs))

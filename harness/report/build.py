@@ -13,7 +13,8 @@ from harness.models import StepRecord
 from harness.report.data import PRECISION_ORDER, ReportFilter, ReportRun
 from harness.report.document import Cell, Chart, Document, Paragraph, Section, Table
 from harness.report.noise import (
-    DEFAULT_NOISE_THRESHOLD, is_noisy, repeat_cv, repeat_values, run_noise,
+    DEFAULT_NOISE_THRESHOLD, SUPERLINEAR_EFFICIENCY, is_noisy, is_superlinear, repeat_cv,
+    repeat_values, run_noise,
 )
 from harness.report.svg import HLine, Series, Shade, line_chart
 
@@ -26,6 +27,7 @@ class ReportOptions:
     noise_threshold: float = DEFAULT_NOISE_THRESHOLD
     max_step_charts: int = 24
     title: str = "harness benchmark report"
+    history: bool = False  # add the history section: throughput over time, regressions
 
 
 def slug(text: str) -> str:
@@ -79,6 +81,9 @@ def _value_cell(run: ReportRun | None, threshold: float) -> Cell:
     detail = f"run {run.result.run_id}; {noise.describe()}"
     if len(values) > 1:
         detail += f"; median of {len(values)} repeats, min {min(values):,.2f}, max {max(values):,.2f}"
+    total = run.result.throughput.total_work if run.result.throughput else None
+    if total is not None:
+        detail += f"; total work {fmt_value(total)} {run.unit} (units / measured wall time)"
     badge = "noisy" if is_noisy(run.result, threshold) else None
     if run.result.modified:  # measured over a window set on the command line, not the case's
         badge = "modified"
@@ -89,8 +94,9 @@ def _value_cell(run: ReportRun | None, threshold: float) -> Cell:
 class ReportBuilder:
     def __init__(self, runs: list[ReportRun], filters: ReportFilter | None = None,
                  options: ReportOptions | None = None, step_reader: StepReader | None = None,
-                 now: datetime | None = None):
+                 now: datetime | None = None, history: list[ReportRun] | None = None):
         self.runs = runs
+        self.history = history
         self.filters = filters or ReportFilter()
         self.options = options or ReportOptions()
         self.step_reader = step_reader
@@ -111,6 +117,10 @@ class ReportBuilder:
         if layout_runs:
             doc.sections.append(self._layout_section(layout_runs))
         doc.sections.append(self._steps_section())
+        if self.history is not None:
+            from harness.report.history import history_section
+
+            doc.sections.append(history_section(self.history, self.options.max_step_charts))
         doc.sections.append(self._noise_section())
         failed = [r for r in self.runs if not r.ok]
         if failed:
@@ -136,10 +146,14 @@ class ReportBuilder:
         text = (f"{len(self.runs)} configurations: {len(ok)} succeeded, "
                 f"{len(self.runs) - len(ok)} did not. Cases: {', '.join(cases) or '-'}; frameworks: "
                 f"{', '.join(frameworks) or '-'}; vendors: {', '.join(vendors) or '-'}. "
-                f"Values are FINAL_RESULT: the mean throughput after the skipped warm-up steps, "
-                f"the median over repeats where a run was repeated. Runs whose repeats vary by "
-                f"more than {self.options.noise_threshold:.0%} (coefficient of variation) are "
-                f"marked noisy ({len(noisy)} here).")
+                f"Values are FINAL_RESULT: the mean of the per-step throughputs after the skipped "
+                f"warm-up steps (the seeds' convention), the median over repeats where a run was "
+                f"repeated. Beside it, total work is the units (tokens, samples) of the measured "
+                f"steps over their wall time; it is lower than FINAL_RESULT when step times vary. "
+                f"Runs whose repeats vary by more than {self.options.noise_threshold:.0%} "
+                f"(coefficient of variation), or whose single repeat's step times do, are marked "
+                f"noisy ({len(noisy)} here); scaling efficiency above "
+                f"{SUPERLINEAR_EFFICIENCY:.0%} is marked suspicious.")
         blocks = [Paragraph(text)]
         if not self.runs:
             blocks.append(Paragraph("No recorded runs match; run `harness run` or `harness sweep` first."))
@@ -211,8 +225,12 @@ class ReportBuilder:
                       if (n, p, b) in cells and cells[(n, p, b)].ok}
             efficiency = scaling_efficiency(points)
             for n in sizes:
-                eff_rows[n].append(Cell(f"{efficiency[n]:.0%}" if n in efficiency else "",
-                                        numeric=True))
+                suspicious = n in efficiency and is_superlinear(efficiency[n])
+                eff_rows[n].append(Cell(
+                    f"{efficiency[n]:.0%}" if n in efficiency else "", numeric=True,
+                    badge="suspicious" if suspicious else None,
+                    title=("super-linear: more than linear speed-up usually means the smaller run "
+                           "was slowed down" if suspicious else None)))
             if not points:
                 continue
             labels = {float(n): f"{e:.0%}" for n, e in efficiency.items() if n != min(points)}
@@ -236,7 +254,9 @@ class ReportBuilder:
                      "scaling efficiency T(n) / (T(n0)·n/n0)."),
             kind="scaling",
         )
-        table = Table("Scaling efficiency", headers, list(eff_rows.values()), kind="efficiency")
+        table = Table("Scaling efficiency", headers, list(eff_rows.values()), kind="efficiency",
+                      note=f"T(n) / (T(n0)·n/n0); above {SUPERLINEAR_EFFICIENCY:.0%} is flagged "
+                           "suspicious (super-linear scaling).")
         return [table, chart]
 
     def _batch_chart(self, case, framework, unit, word, n, columns, cells) -> Chart | None:
@@ -304,7 +324,7 @@ class ReportBuilder:
 
     # ------------------------------------------------------------------ steps
     def _steps_section(self) -> Section:
-        section = Section("steps", "Per-step throughput")
+        section = Section("steps", "Per-step throughput and loss")
         ok = [r for r in self.runs if r.ok]
         if self.step_reader is None:
             section.blocks.append(Paragraph("Per-step data was not read (no log reader)."))
@@ -333,6 +353,16 @@ class ReportBuilder:
                 [Series("step throughput", points, color="#0072B2", legend=False)], title=name, x_label="step",
                 y_label=r.throughput.unit, shades=shades, hlines=hlines, width=520, height=300,
                 chart_id=chart_id), caption=f"run {r.run_id} (first repeat's log)", kind="steps"))
+            loss = [(float(s.step), s.loss) for s in steps or [] if s.loss is not None]
+            if not loss and r.log_summary is not None:
+                loss = [(float(step), value) for step, value in r.log_summary.loss_curve]
+            if loss:
+                loss_id = f"loss-{slug(r.run_id)}"
+                section.blocks.append(Chart(loss_id, f"Loss: {name}", line_chart(
+                    [Series("loss", loss, color="#D55E00", legend=False, markers=len(loss) <= 60)],
+                    title=f"loss · {name}", x_label="step", y_label="training loss",
+                    shades=shades, width=520, height=300, chart_id=loss_id),
+                    caption=f"run {r.run_id}: training loss per logged step", kind="loss"))
             shown += 1
         if shown == 0:
             section.blocks.append(Paragraph("No run folder with a readable training log."))
@@ -341,8 +371,8 @@ class ReportBuilder:
     # ------------------------------------------------------------------ noise
     def _noise_section(self) -> Section:
         section = Section("noise", "Repeats and noise")
-        headers = ["run", "case", "framework", "layout", "config", "repeats", "median", "min", "max",
-                   "CV", "step-time CV", "flag"]
+        headers = ["run", "case", "framework", "layout", "config", "repeats", "FINAL_RESULT",
+                   "total work", "min", "max", "CV", "step-time CV", "flag"]
         rows = []
         for run in self.runs:
             if not run.ok:
@@ -355,6 +385,7 @@ class ReportBuilder:
                 Cell(r.run_id), Cell(r.case), Cell(r.framework), Cell(f"{r.nnodes}x{r.nproc}"),
                 Cell(column_label(r.precision, r.micro_batch_size) + (f" {run.label}" if run.label else "")),
                 Cell(str(len(values)), numeric=True), Cell(fmt_value(run.value), numeric=True),
+                Cell(fmt_value(r.throughput.total_work), numeric=True),
                 Cell(fmt_value(min(values)) if values else "-", numeric=True),
                 Cell(fmt_value(max(values)) if values else "-", numeric=True),
                 Cell(f"{cv:.1%}" if cv is not None else "n/a", numeric=True),
@@ -362,9 +393,11 @@ class ReportBuilder:
                 Cell("noisy" if noisy else "", badge="noisy" if noisy else None),
             ])
         section.blocks.append(Paragraph(
-            f"CV: coefficient of variation (stdev / mean) of FINAL_RESULT over a run's repeats; "
-            f"runs above {self.options.noise_threshold:.0%} are flagged noisy. A single repeat has "
-            f"no repeat CV; its step-time CV shows how steady the measured steps were."))
+            f"FINAL_RESULT: mean of the per-step throughputs after the warm-up (median over "
+            f"repeats); total work: units of the measured steps over their wall time (first "
+            f"repeat). CV: coefficient of variation (stdev / mean) of FINAL_RESULT over a run's "
+            f"repeats; a single repeat has no repeat CV, so its step-time CV stands in. Runs "
+            f"above {self.options.noise_threshold:.0%} are flagged noisy."))
         section.blocks.append(Table("Repeats", headers, rows, kind="noise"))
         return section
 

@@ -146,6 +146,23 @@ def load_runs(root: Path, filters: ReportFilter | None = None) -> list[ReportRun
     return sorted(chosen, key=sort_key)
 
 
+def load_history(root: Path, filters: ReportFilter | None = None) -> list[ReportRun]:
+    """Every recorded run that matches ``filters`` (reruns included), oldest first."""
+    filters = filters or ReportFilter()
+    store = ResultStore(root)
+    if not store.path.exists():
+        return []
+    dirs = store.run_dirs()
+    runs = []
+    for result in store.list(limit=None):
+        folder = dirs.get(result.run_id)
+        run_dir = Path(folder) if folder else None
+        marker = read_sweep_marker(run_dir)
+        if _matches(result, marker, filters):
+            runs.append(ReportRun(result, run_dir, marker))
+    return sorted(runs, key=lambda run: run.result.started_at)
+
+
 def sort_key(run: ReportRun):
     r = run.result
     return (r.case, r.framework, r.vendor, r.config.scale, run.group or "", run.world_size,

@@ -7,7 +7,10 @@ from dataclasses import dataclass
 from harness.stats import coefficient_of_variation
 from harness.models import BenchmarkResult
 
-DEFAULT_NOISE_THRESHOLD = 0.03  # repeats varying more than 3% are flagged as noisy
+DEFAULT_NOISE_THRESHOLD = 0.03  # repeats (or one repeat's steps) varying more than 3%: noisy
+#: Scaling efficiency above this is flagged as suspicious: more than linear speed-up usually
+#: means the smaller run was slowed down (contention, a cold cache), not a faster large one.
+SUPERLINEAR_EFFICIENCY = 1.05
 
 
 @dataclass(frozen=True)
@@ -46,6 +49,12 @@ def run_noise(result: BenchmarkResult) -> Noise:
 
 
 def is_noisy(result: BenchmarkResult, threshold: float = DEFAULT_NOISE_THRESHOLD) -> bool:
-    """Flagged when its repeats vary more than ``threshold`` (a fraction: 0.03 is 3%)."""
-    cv = repeat_cv(result)
+    """Flagged when its own noise (:func:`run_noise`: CV over repeats, or step-time CV of a
+    single repeat) exceeds ``threshold`` (a fraction: 0.03 is 3%)."""
+    cv = run_noise(result).cv
     return cv is not None and cv > threshold
+
+
+def is_superlinear(efficiency: float) -> bool:
+    """A scaling efficiency too good to be true (see ``SUPERLINEAR_EFFICIENCY``)."""
+    return efficiency > SUPERLINEAR_EFFICIENCY

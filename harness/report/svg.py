@@ -82,6 +82,7 @@ def line_chart(
     y_label: str,
     x_scale: str = "linear",  # or "log2" for GPU counts and batch sizes
     x_ticks: list[float] | None = None,
+    x_tick_labels: dict[float, str] | None = None,  # text under a tick instead of its number
     shades: list[Shade] = (),
     hlines: list[HLine] = (),
     width: int = 540,
@@ -133,8 +134,6 @@ def line_chart(
         out.append(f'<rect class="shade" x="{x0:.1f}" y="{margin_top}" width="{max(x1 - x0, 1):.1f}" '
                    f'height="{plot_h}" fill="#f59e0b" fill-opacity="0.16"><title>{escape(shade.label)}'
                    f'</title></rect>')
-        out.append(f'<text x="{x0 + 4:.1f}" y="{margin_top + 14}" font-size="11" fill="#92400e">'
-                   f'{escape(shade.label)}</text>')
     # y grid and labels
     value = 0.0
     while value <= y_top + step / 2:
@@ -154,7 +153,7 @@ def line_chart(
         out.append(f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{margin_top + plot_h}" '
                    f'y2="{margin_top + plot_h + 4}" stroke="#9ca3af"/>')
         out.append(f'<text x="{x:.1f}" y="{margin_top + plot_h + 17}" font-size="11" fill="#4b5563" '
-                   f'text-anchor="middle">{format_number(tick)}</text>')
+                   f'text-anchor="middle">{escape((x_tick_labels or {}).get(tick, format_number(tick)))}</text>')
     out.append(f'<line x1="{margin_left}" x2="{margin_left + plot_w}" y1="{margin_top + plot_h}" '
                f'y2="{margin_top + plot_h}" stroke="#6b7280"/>')
     out.append(f'<line x1="{margin_left}" x2="{margin_left}" y1="{margin_top}" '
@@ -167,8 +166,32 @@ def line_chart(
         y = py(line.y)
         out.append(f'<line x1="{margin_left}" x2="{margin_left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
                    f'stroke="{line.color}" stroke-width="1.2" stroke-dasharray="6 4"/>')
-        out.append(f'<text x="{margin_left + plot_w - 4}" y="{y - 5:.1f}" font-size="11" '
-                   f'fill="{line.color}" text-anchor="end">{escape(line.label)}</text>')
+    # Labels go where they cover no data line, no marker and no other label.
+    placer = LabelPlacer(plot=(margin_left, margin_top, margin_left + plot_w, margin_top + plot_h))
+    for item in series:
+        points = sorted(item.points)
+        placer.add_polyline([(px(x), py(y)) for x, y in points])
+        if item.markers:
+            for x, y in points:
+                placer.add_box(_box_around(px(x), py(y), 4.0))
+    for shade in shades:
+        x0 = px(shade.x0)
+        placer.add_box((x0, margin_top, x0 + 0.1, margin_top + plot_h))  # the shade's edge
+    labels: list[str] = []
+    for shade in shades:
+        x0, x1 = px(shade.x0), px(shade.x1)
+        box = placer.place(shade.label, 11, [(x0 + 4, margin_top + 14), (x0 + 4, margin_top + plot_h - 6),
+                                             (x0 + 4, margin_top + 30), (x0 + 4, margin_top + plot_h - 22)])
+        if box:
+            labels.append(_label_text(box, shade.label, 11, "#92400e"))
+    for line in hlines:
+        y = py(line.y)
+        right, left = margin_left + plot_w - 4, margin_left + 4
+        width = text_width(line.label, 11)
+        spots = [(sx, y + dy) for dy in (-5, 14, -19, 28, -33, 42, -47, 56)
+                 for sx in (right - width, left, (left + right - width) / 2)]
+        box = placer.place(line.label, 11, spots) or placer.place(line.label, 11, spots, force=True)
+        labels.append(_label_text(box, line.label, 11, line.color))
     for index, item in enumerate(series):
         color = item.color or PALETTE[index % len(PALETTE)]
         points = sorted(item.points)
@@ -183,8 +206,16 @@ def line_chart(
                            f'fill="{color}"><title>{escape(item.name)}: x={format_number(x)}, '
                            f'y={y:,.2f}</title></circle>')
                 if x in item.labels:
-                    out.append(f'<text x="{px(x) + 6:.1f}" y="{py(y) - 7:.1f}" font-size="10.5" '
-                               f'fill="{color}">{escape(item.labels[x])}</text>')
+                    text = item.labels[x]
+                    width, cx, cy = text_width(text, 10.5), px(x), py(y)
+                    spots = [(cx + 6, cy - 7), (cx + 6, cy + 15), (cx - 6 - width, cy - 7),
+                             (cx - 6 - width, cy + 15), (cx - width / 2, cy - 9),
+                             (cx - width / 2, cy + 18), (cx + 8, cy + 4), (cx - 8 - width, cy + 4)]
+                    spots += [(sx, sy + dy) for dy in (-14, 14, -28, 28) for sx, sy in spots[:4]]
+                    box = placer.place(text, 10.5, spots)
+                    if box is not None:  # nowhere free: the hover title still has the value
+                        labels.append(_label_text(box, text, 10.5, color))
+    out.extend(labels)  # on top of the lines
     # legend below the plot, wrapping into rows
     legend_y = margin_top + plot_h + 54
     for row in legend_rows:
@@ -211,3 +242,91 @@ def _legend_rows(entries, width: int, left: int = 64, right: int = 16):
         rows[-1].append((cursor, entry))
         cursor += text_w
     return rows
+
+
+Box = tuple[float, float, float, float]  # x0, y0, x1, y1 in SVG units
+
+
+def text_width(text: str, font_size: float) -> float:
+    """A generous estimate of rendered text width (sans-serif digits and letters are about
+    0.55 em; 0.62 leaves room for wider fonts)."""
+    return 0.62 * font_size * len(text)
+
+
+def _box_around(x: float, y: float, r: float) -> Box:
+    return (x - r, y - r, x + r, y + r)
+
+
+def _label_text(box: Box, text: str, font_size: float, color: str) -> str:
+    x0, _, _, y1 = box
+    baseline = y1 - 0.22 * font_size  # the box reaches below the baseline for descenders
+    return (f'<text class="label" x="{x0:.1f}" y="{baseline:.1f}" font-size="{font_size}" '
+            f'fill="{color}">{escape(text)}</text>')
+
+
+def _overlaps(a: Box, b: Box, gap: float = 1.5) -> bool:
+    return a[0] < b[2] + gap and b[0] < a[2] + gap and a[1] < b[3] + gap and b[1] < a[3] + gap
+
+
+def segment_hits_box(p: tuple[float, float], q: tuple[float, float], box: Box, gap: float = 1.5) -> bool:
+    """Whether the segment p-q passes through ``box`` grown by ``gap`` (Liang-Barsky clipping)."""
+    x0, y0, x1, y1 = box[0] - gap, box[1] - gap, box[2] + gap, box[3] + gap
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    low, high = 0.0, 1.0
+    for edge_p, edge_q in ((-dx, p[0] - x0), (dx, x1 - p[0]), (-dy, p[1] - y0), (dy, y1 - p[1])):
+        if edge_p == 0:
+            if edge_q < 0:
+                return False
+            continue
+        t = edge_q / edge_p
+        if edge_p < 0:
+            low = max(low, t)
+        else:
+            high = min(high, t)
+        if low > high:
+            return False
+    return True
+
+
+@dataclass
+class LabelPlacer:
+    """Places text labels inside the plot area where they cover no line, marker or label."""
+
+    plot: Box
+    boxes: list[Box] = field(default_factory=list)
+    segments: list[tuple[tuple[float, float], tuple[float, float]]] = field(default_factory=list)
+
+    def add_polyline(self, points: list[tuple[float, float]]) -> None:
+        self.segments.extend(zip(points, points[1:]))
+
+    def add_box(self, box: Box) -> None:
+        self.boxes.append(box)
+
+    def free(self, box: Box) -> bool:
+        x0, y0, x1, y1 = self.plot
+        if box[0] < x0 or box[1] < y0 or box[2] > x1 or box[3] > y1:
+            return False
+        if any(_overlaps(box, other) for other in self.boxes):
+            return False
+        return not any(segment_hits_box(p, q, box) for p, q in self.segments)
+
+    def place(self, text: str, font_size: float, spots: list[tuple[float, float]],
+              force: bool = False) -> Box | None:
+        """The first spot (left x, baseline y) whose text box is free; it is then taken.
+        ``force`` takes the first spot inside the plot when none is free."""
+        width = text_width(text, font_size)
+        for x, baseline in spots:
+            box = (x, baseline - 0.8 * font_size, x + width, baseline + 0.22 * font_size)
+            if self.free(box) or (force and self._inside(box)):
+                self.boxes.append(box)
+                return box
+        if force:
+            x, baseline = spots[0]
+            box = (x, baseline - 0.8 * font_size, x + width, baseline + 0.22 * font_size)
+            self.boxes.append(box)
+            return box
+        return None
+
+    def _inside(self, box: Box) -> bool:
+        x0, y0, x1, y1 = self.plot
+        return box[0] >= x0 and box[1] >= y0 and box[2] <= x1 and box[3] <= y1

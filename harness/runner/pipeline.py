@@ -494,8 +494,9 @@ def _final_result(repeats: list[RepeatResult], first: LogReading | None,
     if not finals:
         return None
     method = RUN_METHOD + (f", median of {len(finals)} repeats" if len(finals) > 1 else "")
-    return FinalResult(value=statistics.median(finals),
-                       median=repeat_figures(first, skip_steps).median, method=method)
+    figures = repeat_figures(first, skip_steps)
+    return FinalResult(value=statistics.median(finals), median=figures.median, method=method,
+                       total_work=figures.total_work)
 
 
 def _efficiency(router: HookRouter, context: RunContext, result: BenchmarkResult):

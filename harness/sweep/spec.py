@@ -224,17 +224,36 @@ def load_sweep_file(path: Path) -> SweepSpec:
         raise UserInputError(f"sweep file {path}: {first['msg']} at {first['loc']}") from None
 
 
+def set_values(raw: str) -> list[str]:
+    """The values of one ``--set key=...`` of a sweep, hydra style: ``full,none`` is an axis of
+    two values; a quoted value (``"a,b"`` or ``'a,b'``) is one value with its commas."""
+    raw = raw.strip()
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return [raw[1:-1]]
+    values = [value.strip() for value in raw.split(",")]
+    if any(not value for value in values):
+        raise UserInputError(f"--set value {raw!r} has an empty item; separate values with "
+                             "commas (full,none) or quote a value that contains commas")
+    return values
+
+
 def apply_cli_axes(points: list[SweepPoint], axes: dict[str, list[Any]],
-                   overrides: dict[str, Any]) -> list[SweepPoint]:
+                   overrides: dict[str, Any],
+                   set_axes: dict[str, list[str]] | None = None) -> list[SweepPoint]:
     """Lay command-line lists over the expanded points.
 
     A list given on the command line replaces that field everywhere (also inside bundles),
-    multiplying the points by its length; ``overrides`` are single values set on every point.
+    multiplying the points by its length; so does each ``--set key=a,b`` (``set_axes``: key ->
+    values); ``overrides`` are single values set on every point.
     """
     points = points or [SweepPoint()]
     for axis, values in axes.items():
         if values:
             points = [_point(p, {axis: v}, f"--{axis.replace('_', '-')}") for p in points for v in values]
+    for key, values in (set_axes or {}).items():
+        # The value also labels the point, so reports and the summary tell the points apart.
+        points = [_point(p, {"set": {key: v}, "label": " ".join(filter(None, (p.label, f"{key}={v}")))},
+                         f"--set {key}") for p in points for v in values]
     if overrides:
         points = [_point(p, overrides, "command line") for p in points]
     return _unique(points)

@@ -29,6 +29,7 @@ BERT_SMOKE = {
 def bert_base_seq128() -> CaseSpec:
     return CaseSpec(
         name="bert_base_seq128",
+        headline=True,
         model="bert",
         description="BERT-base pre-training (MLM + NSP): 12 layers, hidden 768, 12 heads, "
                     "seq 128, max 20 predictions, vocab 30522",

@@ -34,6 +34,7 @@ def cnn_case(name: str) -> CaseSpec:
     description, batch, lr, wd, smoke_lr = _CNNS[name]
     return CaseSpec(
         name=name,
+        headline=True,
         model=name,
         description=description,
         dataset="images-uint8",

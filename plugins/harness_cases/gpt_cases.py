@@ -49,6 +49,7 @@ def gpt3_case(name: str) -> CaseSpec:
     layers, hidden, heads, lr = GPT3_SIZES[name]
     return CaseSpec(
         name=name,
+        headline=True,
         model="gpt",
         description=f"GPT-3 {name.split('_')[1]} pre-training: {layers} layers, hidden {hidden}, "
                     f"{heads} heads, seq 2048, vocab 50304",

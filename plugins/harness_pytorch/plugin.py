@@ -55,7 +55,27 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
                 "the PyTorch BERT case needs transformers; install it with `pip install -e '.[torch]'`"
             ) from None
     return ExecutionEnv(python=sys.executable, framework=FRAMEWORK, framework_version=version,
-                        packages=packages, description="current interpreter")
+                        framework_build=torch_build_tag(), packages=packages,
+                        description="current interpreter")
+
+
+def torch_build_tag() -> str | None:
+    """The build tag of the installed torch (``cu132``, ``cpu``): the local label of the
+    ``__version__`` in its ``torch/version.py``, which the wheel's metadata version omits.
+    Read as text, so harness does not import torch to record it."""
+    import ast
+
+    try:
+        source = metadata.distribution("torch").locate_file("torch/version.py")
+        tree = ast.parse(Path(str(source)).read_text(encoding="utf-8"))
+    except (metadata.PackageNotFoundError, OSError, SyntaxError, ValueError):
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "__version__" for t in node.targets):
+            value = node.value.value if isinstance(node.value, ast.Constant) else None
+            if isinstance(value, str) and "+" in value:
+                return value.split("+", 1)[1] or None
+    return None
 
 
 @hookimpl

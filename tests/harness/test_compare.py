@@ -153,3 +153,72 @@ def test_an_invalid_run_is_never_compared(tmp_path, capsys):
     record(tmp_path, make_result("tampered", value=None, status="invalid", batch=2))
     assert main(["compare", "good", "tampered", "--output", str(tmp_path)]) == 2
     assert "did not succeed (invalid)" in capsys.readouterr().err
+# ---------------------------------------------------------------------- daily-use additions
+
+
+def with_max_steps(result, steps: int, run_id: str | None = None):
+    """The same run as if measured over ``steps`` steps (the window lives in the config)."""
+    settings = result.config.settings.model_copy(update={"max_steps": steps})
+    return result.model_copy(update={"run_id": run_id or result.run_id, "max_steps": steps,
+                                     "config": result.config.model_copy(update={"settings": settings})})
+
+def test_measurement_windows_and_cases_are_warned_about():
+    from harness.compare import compare_runs, measurement_window, pair_warnings, windows_match
+
+    a = make_result("w-a", value=100.0)
+    window = measurement_window(a)
+    assert {k: window[k] for k in ("max_steps", "skip_steps", "seed", "dataset")} == {
+        "max_steps": 20, "skip_steps": 5, "seed": 1234, "dataset": None}
+    short = with_max_steps(a, 8, "w-b")
+    assert windows_match(a, a) and not windows_match(a, short)
+    assert pair_warnings(a, short) == ["different measurement windows (max_steps 20 vs 8)"]
+    other = make_result("w-c", value=18.0, case="gpt3_1.3B")
+    assert pair_warnings(a, other) == ["different cases (gpt3_125M vs gpt3_1.3B)"]
+    assert compare_runs(a, other).pairs[0].warnings == ["different cases (gpt3_125M vs gpt3_1.3B)"]
+
+
+def test_cli_warns_on_different_cases_and_windows(tmp_path, capsys):
+    root = tmp_path / "r"
+    record(root, make_result("case-a", value=100.0))
+    record(root, make_result("case-b", value=18.0, case="gpt3_1.3B", minutes=5))
+    assert main(["compare", "case-a", "case-b", "--output", str(root)]) == 0
+    assert "warning: " in (err := capsys.readouterr().err) and "different cases" in err
+    a, b = tmp_path / "a", tmp_path / "b"
+    record(a, make_result("long", value=100.0))
+    record(b, with_max_steps(make_result("short", value=90.0, minutes=5), 8))
+    # different windows are listed apart, not paired ...
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["pairs"] == [] and "not compared" in captured.err
+    # ... unless allowed, and then the pair carries the warning
+    assert main(["compare", str(a), str(b), "--json", "--allow-different-windows"]) == 0
+    captured = capsys.readouterr()
+    assert "different measurement windows (max_steps 20 vs 8)" in captured.err
+    assert json.loads(captured.out)["pairs"][0]["warnings"] == [
+        "different measurement windows (max_steps 20 vs 8)"]
+
+
+def test_fail_if_slower_beyond_noise(two_sets, capsys):
+    a, b = two_sets
+    # a1 -> b1 is 10% slower, beyond noise: fails with or without --beyond-noise
+    assert main(["compare", str(a), str(b), "--fail-if-slower", "5"]) == 1
+    assert main(["compare", str(a), str(b), "--fail-if-slower", "5", "--beyond-noise"]) == 1
+    capsys.readouterr()
+    # a slowdown within noise: 3% apart with 5% step noise on each side
+    c, d = a.parent / "c", a.parent / "d"
+    record(c, make_result("c1", value=103.0, batch=4, step_cv=0.05))
+    record(d, make_result("d1", value=100.0, batch=4, step_cv=0.05, minutes=60))
+    assert main(["compare", str(c), str(d), "--fail-if-slower", "1"]) == 1
+    assert main(["compare", str(c), str(d), "--fail-if-slower", "1", "--beyond-noise"]) == 0
+    assert main(["compare", str(c), str(d), "--beyond-noise"]) == 2  # needs --fail-if-slower
+
+
+def test_geometric_mean_row(two_sets, capsys):
+    a, b = two_sets
+    assert main(["compare", str(a), str(b), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    expected = (0.9 * 1.1 * 1.03) ** (1 / 3)
+    assert data["geometric_mean_ratio"] == pytest.approx(expected)
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert "geometric mean of 3 pairs" in out and f"{expected:.3f}" in out

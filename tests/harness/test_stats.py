@@ -55,3 +55,21 @@ def test_spread():
     measured = spread([4.0, 1.0, 3.0, 2.0])
     assert (measured.n, measured.mean, measured.median) == (4, 2.5, 2.5)
     assert spread([]) is None
+
+
+def test_total_work_rate_weighs_steps_by_their_time():
+    from harness.stats import total_work_rate
+
+    # after 1 warm-up step: 100 units/s for 1 s and 50 units/s for 2 s = 200 units in 3 s
+    assert total_work_rate([10.0, 100.0, 50.0], [9.0, 1.0, 2.0], skip=1) == pytest.approx(200 / 3)
+    # FINAL_RESULT (mean of rates) would say 75: the total-work figure is lower
+    assert total_work_rate([1.0, 2.0], [1.0], skip=0) is None  # unpaired series
+    assert total_work_rate([], [], skip=0) is None
+
+
+def test_geometric_mean():
+    from harness.stats import geometric_mean
+
+    assert geometric_mean([2.0, 0.5]) == pytest.approx(1.0)
+    assert geometric_mean([0.9, 1.1, 1.03]) == pytest.approx((0.9 * 1.1 * 1.03) ** (1 / 3))
+    assert geometric_mean([]) is None and geometric_mean([1.0, 0.0]) is None

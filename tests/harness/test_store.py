@@ -51,3 +51,20 @@ def test_atomic_write_leaves_old_file_on_failure(tmp_path, monkeypatch):
         atomic_write_text(target, json.dumps({"v": 2}))
     assert json.loads(target.read_text()) == {"v": 1}
     assert [p.name for p in tmp_path.iterdir()] == ["result.json"]
+
+
+def test_list_filters_by_lists_and_since(tmp_path):
+    from datetime import datetime, timezone
+
+    from tests.harness.report.factory import make_result, record
+
+    for index, (framework, status) in enumerate((("pytorch", "success"), ("paddle", "success"),
+                                                 ("pytorch", "failed"))):
+        record(tmp_path, make_result(f"s{index}", value=None if status == "failed" else 1.0,
+                                     framework=framework, status=status, minutes=index * 60))
+    store = ResultStore(tmp_path)
+    assert [r.run_id for r in store.list(framework=["pytorch", "paddle"], status="success")] == ["s1", "s0"]
+    since = datetime(2026, 11, 21, 13, 0, tzinfo=timezone.utc)
+    assert [r.run_id for r in store.list(since=since)] == ["s2", "s1"]
+    assert [r.run_id for r in store.list(since=since, limit=1)] == ["s2"]
+    assert len(store.list(limit=None)) == 3

@@ -29,6 +29,25 @@ document.addEventListener('DOMContentLoaded', function () {
                 w: r.width, h: r.height});
   });
   document.body.setAttribute('data-chart-rects', JSON.stringify(rects));
+  // chart labels (SVG units) with the data lines and markers they must not cover
+  var geometry = {};
+  document.querySelectorAll('svg.chart').forEach(function (svg) {
+    var labels = [];
+    svg.querySelectorAll('text.label').forEach(function (t) {
+      var b = t.getBBox();
+      labels.push({text: t.textContent, x: b.x, y: b.y, w: b.width, h: b.height});
+    });
+    var lines = [];
+    svg.querySelectorAll('polyline.series').forEach(function (p) {
+      lines.push(p.getAttribute('points'));
+    });
+    var points = [];
+    svg.querySelectorAll('circle.point').forEach(function (c) {
+      points.push([parseFloat(c.getAttribute('cx')), parseFloat(c.getAttribute('cy'))]);
+    });
+    geometry[svg.id] = {labels: labels, lines: lines, points: points};
+  });
+  document.body.setAttribute('data-chart-geometry', JSON.stringify(geometry));
   document.body.setAttribute('data-page-height', String(document.documentElement.scrollHeight));
 });
 </script>"""
@@ -127,6 +146,7 @@ class RenderedReport:
     rects: list[dict]
     image: Image
     png: Path
+    geometry: dict  # chart id -> {"labels": [bbox], "lines": [points attr], "points": [[x, y]]}
 
 
 def render_report(report_html: Path, workdir: Path, artifact_name: str) -> RenderedReport:
@@ -139,12 +159,13 @@ def render_report(report_html: Path, workdir: Path, artifact_name: str) -> Rende
     profile.mkdir(exist_ok=True)
     probed = dump_dom(probe, profile)
     rects = json.loads(_attribute(probed, "data-chart-rects"))
+    geometry = json.loads(_attribute(probed, "data-chart-geometry"))
     height = min(int(float(_attribute(probed, "data-page-height"))) + 20, 16000)
     png = workdir / "report.png"
     screenshot(report_html, png, profile, height)
     ARTIFACTS.mkdir(exist_ok=True)
     shutil.copyfile(png, ARTIFACTS / artifact_name)
-    return RenderedReport(dump_dom(report_html, profile), rects, read_png(png), png)
+    return RenderedReport(dump_dom(report_html, profile), rects, read_png(png), png, geometry)
 
 
 def _attribute(dom: str, name: str) -> str:
@@ -172,3 +193,27 @@ def ink_fraction(image: Image, rect: dict, inset: int = 2) -> tuple[float, set]:
             if max(r, g, b) - min(r, g, b) > 80:
                 colours.add((r // 32, g // 32, b // 32))
     return (inked / total if total else 0.0), colours
+
+
+def label_collisions(geometry: dict) -> list[str]:
+    """Chart labels (as Chromium laid them out) that overlap another label, cross a data line
+    or cover a marker; empty when every label sits in free space."""
+    from harness.report.svg import segment_hits_box
+
+    problems = []
+    for chart, parts in geometry.items():
+        boxes = [(b["text"], (b["x"], b["y"], b["x"] + b["w"], b["y"] + b["h"])) for b in parts["labels"]]
+        for i, (text, box) in enumerate(boxes):
+            for other_text, other in boxes[i + 1:]:
+                if box[0] < other[2] and other[0] < box[2] and box[1] < other[3] and other[1] < box[3]:
+                    problems.append(f"{chart}: {text!r} overlaps {other_text!r}")
+            for points in parts["lines"]:
+                coords = [tuple(map(float, p.split(","))) for p in points.split()]
+                if any(segment_hits_box(p, q, box, gap=0.0) for p, q in zip(coords, coords[1:])):
+                    problems.append(f"{chart}: {text!r} crosses a data line")
+                    break
+            for x, y in parts["points"]:
+                if box[0] - 3 < x < box[2] + 3 and box[1] - 3 < y < box[3] + 3:
+                    problems.append(f"{chart}: {text!r} covers a marker")
+                    break
+    return problems

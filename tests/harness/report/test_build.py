@@ -61,7 +61,7 @@ def test_layout_noise_failures_and_environment(results, registry):
         ("MP", "MP_1x2x1_16_1536x16", "1 x 2 x 1", "692.00", "13,362")]
     [noise] = _tables(doc, "noise")
     flagged = [row for row in noise.rows if row[-1].text == "noisy"]
-    assert len(flagged) == 1 and flagged[0][9].text == "10.0%"
+    assert len(flagged) == 1 and flagged[0][10].text == "10.0%"
     [failures] = _tables(doc, "failures")
     assert [row[0].text for row in failures.rows] == ["broken"]
     [runs_table] = _tables(doc, "runs")
@@ -100,12 +100,12 @@ def test_written_files_are_self_contained(results, registry, tmp_path):
     assert "<script" not in html and "<link" not in html
     assert not re.search(r"(src|href)=\"https?:", html)
     assert re.findall(r"https?://[^\"' ]+", html) == ["http://www.w3.org/2000/svg"] * html.count("<svg")
-    assert html.count("<svg") == 1 + 2 + 8
+    assert html.count("<svg") == 1 + 2 + 8 + 8  # scaling, batch, per-step throughput and loss
     md = out.markdown.read_text()
     assert "| processes | FP32(BS=4) | FP32(BS=8) | FP32(BS=16) | BF16(BS=4) | BF16(BS=8) |" in md
     assert "1,200.0 (noisy)" in md
     charts = sorted(p.name for p in (tmp_path / "report" / "charts").iterdir())
-    assert len(charts) == 11 and all(f"charts/{name}" in md for name in charts)
+    assert len(charts) == 19 and all(f"charts/{name}" in md for name in charts)
 
 
 def test_cli(results, tmp_path, capsys):

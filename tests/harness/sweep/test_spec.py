@@ -104,3 +104,34 @@ def test_missing_file(tmp_path):
 
 def test_empty_spec_expands_to_one_blank_point():
     assert SweepSpec().expand() == [SweepPoint()]
+
+
+def test_set_values_hydra_style():
+    from harness.sweep.spec import set_values
+
+    assert set_values("full,none") == ["full", "none"]
+    assert set_values("1e-3") == ["1e-3"]
+    assert set_values('"a,b"') == ["a,b"] and set_values("'a,b'") == ["a,b"]
+    with pytest.raises(UserInputError, match="empty item"):
+        set_values("full,")
+
+
+def test_set_axis_multiplies_points_and_labels_them():
+    from harness.sweep.spec import SweepPoint, apply_cli_axes
+
+    points = apply_cli_axes([SweepPoint(case="gpt3_125M")], {"nproc": [1, 2]}, {"set": {"seed": "7"}},
+                            {"recompute": ["full", "none"]})
+    assert [(p.nproc, dict(p.set)["recompute"], p.label) for p in points] == [
+        (1, "full", "recompute=full"), (1, "none", "recompute=none"),
+        (2, "full", "recompute=full"), (2, "none", "recompute=none")]
+    assert all(dict(p.set)["seed"] == "7" for p in points)
+
+
+def test_sweep_cli_turns_a_comma_set_into_an_axis(capsys, tmp_path):
+    from harness.cli.main import main
+
+    assert main(["sweep", "--case", "gpt3_125M", "--scale", "smoke", "--set", "recompute=full,none",
+                 "--set", "learning_rate=1e-3", "--dry-run", "--output", str(tmp_path)]) == 0
+    captured = capsys.readouterr()
+    assert "2 points, 2 to run" in captured.err
+    assert "[recompute=full]" in captured.out and "[recompute=none]" in captured.out

@@ -1,0 +1,1 @@
+"""Recorded results out of harness: CSV / JSON Lines tables and TensorBoard event files."""

@@ -1,0 +1,62 @@
+"""CLI finish: rich help panels, -h, completion, readable placeholders, literal brackets."""
+
+from __future__ import annotations
+
+import re
+
+from typer.testing import CliRunner
+
+from harness.cli.main import build_app
+from harness.cli.metavars import readable_metavar
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(build_app(), list(args), env={"COLUMNS": "160"})
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_dash_h_shows_rich_help_panels_with_readable_placeholders():
+    text = invoke("run", "-h")
+    assert "Usage: harness run" in text or "Usage: root run" in text
+    assert "╭─ Options" in text  # rich_markup_mode panels
+    assert "<list[str]>" not in text and "<str>" not in re.sub(r"\s+", " ", text.split("--help")[0])
+    assert "KEY=VALUE" in text and re.search(r"--batch-size\s+N\b", text)
+    assert "<fp32|fp16|bf16|fp8>" in text  # choices stay listed
+    results_text = invoke("results", "show", "-h")
+    assert "RUN_ID" in results_text and "{run_id}" not in results_text
+
+
+def test_shell_completion_is_offered():
+    assert "--install-completion" in invoke("--help")
+
+
+def test_compare_help_examples_are_on_separate_lines():
+    lines = [line.strip(" │") for line in invoke("compare", "-h").splitlines()]
+    examples = [line for line in lines if line.startswith("harness compare ")]
+    assert len(examples) == 4
+    assert all(line.count("harness compare") == 1 for line in examples)
+
+
+def test_list_formats_prints_brackets_literally():
+    text = invoke("list", "formats")
+    assert "[Train][Epoch" in text and "Epoch[E] Batch [B]" in text
+
+
+def test_sweep_help_keeps_its_brackets():
+    assert "[matrix]" in invoke("sweep", "-h")
+
+
+def test_readable_metavar_by_shape():
+    class Flag:
+        is_flag, name = True, "json"
+
+    class ClickLikeChoice:
+        is_flag, name, type = False, "scale", type("Choice", (), {"choices": ["full", "smoke"]})()
+
+    class ClickLikeInt:
+        is_flag, name, type = False, "nproc", type("IntParamType", (), {})()
+
+    assert readable_metavar(Flag()) == ""
+    assert readable_metavar(ClickLikeChoice()) is None
+    assert readable_metavar(ClickLikeInt()) == "N"

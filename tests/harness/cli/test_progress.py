@@ -1,0 +1,74 @@
+"""The run's progress bar: its phase before the first step, an ETA; the summary box wraps."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import SimpleNamespace
+
+from rich.console import Console
+
+from harness.cli.progress import WARMUP_PHASE, ConsoleObserver, eta_seconds, format_duration
+from harness.cli.summary import print_summary
+from harness.plugin_manager import make_plugin_manager
+from harness.registry import Registry
+from tests.harness.report.conftest import megatron_lines
+from tests.harness.report.factory import make_result
+
+CONTEXT = SimpleNamespace(config=SimpleNamespace(params={"seq_len": 128}),
+                          case=SimpleNamespace(unit="tokens/s"))
+
+
+def _registry():
+    return Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+
+
+def test_phases_before_the_first_step():
+    observer = ConsoleObserver(_registry(), console=Console(file=io.StringIO(), force_terminal=True))
+    try:
+        observer.stage("environment", "framework pytorch")
+        assert observer.phase == "environment: framework pytorch"
+        observer.stage("data", "dataset gpt-npy")
+        assert observer.phase == "data: dataset gpt-npy"
+        observer.start_repeat(CONTEXT, 3, "megatron")
+        assert observer.phase == WARMUP_PHASE and observer.progress.tasks[0].total == 3
+        observer.on_line(megatron_lines([1000.0], batch=8)[0] + "\n")
+        assert observer.phase == "training" and observer.progress.tasks[0].completed == 1
+        columns = [type(c).__name__ for c in observer.progress.columns]
+        assert "TimeRemainingColumn" in columns and "SpinnerColumn" in columns
+    finally:
+        observer.end_repeat()
+    assert observer.progress is None
+
+
+def test_plain_output_names_the_phase_and_an_eta():
+    buffer = io.StringIO()
+    observer = ConsoleObserver(_registry(), console=Console(file=buffer, force_terminal=False, width=200))
+    observer.start_repeat(CONTEXT, 10, "megatron")
+    for line in megatron_lines([1000.0] * 3, batch=8):
+        observer.on_line(line + "\n")
+    observer.end_repeat()
+    text = buffer.getvalue()
+    assert f"{WARMUP_PHASE}: waiting for the first of 10 steps" in text
+    assert "step 1/10" in text and "ETA -:--" in text  # no pace yet after one step
+
+
+def test_eta():
+    assert eta_seconds(1, 100.0, 1, 100.0, 10) is None
+    assert eta_seconds(1, 100.0, 5, 108.0, 10) == 10.0  # 2 s per step, 5 steps left
+    assert eta_seconds(1, 100.0, 10, 120.0, 10) == 0.0
+    assert format_duration(None) == "-:--" and format_duration(75) == "1:15"
+    assert format_duration(3725) == "1:02:05"
+
+
+def test_summary_box_wraps_long_paths():
+    long_dir = Path("/very/long/results/folder/" + "nested-" * 20 + "run-folder")
+    report = SimpleNamespace(result=make_result("wrap-run", value=100.0), run_dir=long_dir,
+                             legacy_path=long_dir / "index" / "legacy")
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=80, force_terminal=False))
+    text = buffer.getvalue()
+    assert max(len(line) for line in text.splitlines()) <= 80
+    assert "…" not in text  # folded, not cut
+    joined = "".join(line.strip("│ ").strip() for line in text.splitlines())
+    assert str(long_dir).replace(" ", "") in joined.replace(" ", "")
