@@ -17,8 +17,12 @@ per-epoch lines, as the action-recognition scripts print):
     [Epoch 0] speed: 141 samples/sec\ttime cost: 26.926219                  (per epoch)
 
 Per-epoch lines are the epochs' own figures (``harmonic-epoch``); where a log has no batch
-lines they are also its records. gluon-cv's ``Namespace(num_gpus=8, batch_size=32, ...)``
-states the GPU count and the per-GPU batch size.
+lines they are also its records. An epoch record ends at the epoch's last iteration where the
+log states the epoch's size (the action-recognition scripts print ``Load 3570 training samples
+...`` and ``Total batch size is set to 256 on 8 GPUs``: floor(3570 / 256) = 13 iterations, the
+fewest an epoch can have), so the warm-up (in iterations) skips whole epochs only as far as it
+reaches; otherwise each epoch counts as one iteration. gluon-cv's
+``Namespace(num_gpus=8, batch_size=32, ...)`` states the GPU count and the per-GPU batch size.
 
 NGC MXNet ResNet-50 (DLLogger, ``[1,0]<stdout>:`` prefixes) prints per-interval and per-epoch
 ``train.ips``; NVIDIA's benchmark.py reports the harmonic mean of the per-epoch figures after
@@ -52,6 +56,8 @@ _DETECTION = re.compile(r"\[Epoch (\d+)\]\[Batch (\d+)\],(?: LR: ([^,]+),)? Spee
 _DETECTION_METRIC = re.compile(r",\s*([A-Za-z][\w-]*)=" + _NUM)
 _TIME_COST = re.compile(r"time cost\s*[:=]\s*" + _NUM)
 _EPOCH_TIME = re.compile(r"(?:\[Epoch (\d+)\]|Epoch\[(\d+)\]) (?:time cost|Time cost)\s*[:=]\s*" + _NUM)
+_TRAIN_SAMPLES = re.compile(r"\bLoad (\d+) training samples")
+_TOTAL_BATCH = re.compile(r"\bTotal batch size is set to (\d+)")
 
 
 class GluonCVParser(RecordingParser):
@@ -66,6 +72,8 @@ class GluonCVParser(RecordingParser):
         self.epoch_throughput: list[float] = []
         self._epoch_records: list[tuple[int, float, float | None]] = []  # (epoch, speed, seconds)
         self._batch_records = 0
+        self._train_samples: int | None = None  # the epoch's size, where the log states it
+        self._total_batch: int | None = None
 
     def feed(self, line: str) -> StepRecord | None:
         if "Speed:" in line:
@@ -87,6 +95,14 @@ class GluonCVParser(RecordingParser):
                 self._epoch(int(match.group(1)), to_float(match.group(2)), match.group(3),
                             to_float(time_cost.group(1)) if time_cost else None)
                 return None
+        if self._train_samples is None and "Load " in line:
+            match = _TRAIN_SAMPLES.search(line)
+            if match:
+                self._train_samples = int(match.group(1))
+        elif self._total_batch is None and "Total batch" in line:
+            match = _TOTAL_BATCH.search(line)
+            if match:
+                self._total_batch = int(match.group(1))
         self.check_failure(line)
         return None
 
@@ -140,12 +156,24 @@ class GluonCVParser(RecordingParser):
         if self.epoch_throughput:
             self.meta["epoch_throughput"] = self.epoch_throughput
         if self._batch_records == 0 and self._epoch_records:
-            # Only per-epoch lines: the epochs are the records (an epoch's step is its number,
-            # since the log does not say how many iterations it had).
+            # Only per-epoch lines: the epochs are the records, each ending at the epoch's last
+            # iteration (one iteration per epoch where the log does not state the epoch's size).
             self.meta["throughput_records"] = "per-epoch speed lines"
+            per_epoch = self._iterations_per_epoch()
             for epoch, value, seconds in self._epoch_records:
-                self.record(step=epoch + 1, throughput=value, step_time_s=seconds)
+                self.record(step=(epoch + 1) * per_epoch, throughput=value, step_time_s=seconds)
         return super().finish()
+
+    def _iterations_per_epoch(self) -> int:
+        if self._train_samples and self._total_batch:
+            # floor: the fewest iterations the epoch can have (a last partial batch may be
+            # dropped), so the warm-up never reaches less far than it should.
+            per_epoch = max(1, self._train_samples // self._total_batch)
+            self.meta["iterations_per_epoch"] = per_epoch
+            self.meta["iterations_per_epoch_from"] = (
+                f"{self._train_samples} training samples / total batch {self._total_batch}")
+            return per_epoch
+        return 1
 
 
 class GluonCVFormat(LogFormat):

@@ -83,6 +83,23 @@ def test_gluoncv_per_epoch_only_logs_become_records(tmp_path):
         (1, 141.0, 26.926219), (2, 321.0, 15.45779)]
 
 
+
+def test_gluoncv_epoch_records_end_at_the_epochs_last_iteration_where_the_log_states_its_size(tmp_path):
+    """Warm-up is in iterations: 10 of them lie inside the first 13-iteration epoch, so only that
+    epoch is skipped (counting an epoch as one iteration skipped ten epochs)."""
+    lines = ["Total batch size is set to 256 on 8 GPUs\n", "Load 3570 training samples and 1530 validation samples.\n"]
+    lines += [f"[Epoch {e:03d}] speed: {100 if e == 0 else 300 + e} samples/sec\ttime cost: 15.0\n" for e in range(12)]
+    parsed = GluonCVFormat().parse_file(write(tmp_path, "".join(lines)))
+    assert [s.step for s in parsed.steps][:3] == [13, 26, 39]  # floor(3570 / 256) = 13
+    assert parsed.meta["iterations_per_epoch"] == 13
+
+    from harness.logparse.methods import aggregate
+    from harness.logparse.summary import stream_log
+
+    streamed = stream_log(write(tmp_path, "".join(lines)), GluonCVFormat())
+    result = aggregate("harness", streamed.parsed, streamed.summary)
+    assert result.used == 11 and result.value == pytest.approx(sum(300 + e for e in range(1, 12)) / 11)
+
 MXNET_DLE = (
     "[1,0]<stdout>:DLL 2023-07-31 06:24:28.055105 - PARAMETER arch : resnetv15  num_layers : 50  "
     "gpus : [0, 1, 2, 3, 4, 5, 6, 7]  kv_store : horovod  dtype : float16  batch_size : 2048  num_epochs : 3\n"
