@@ -77,10 +77,11 @@ class DeviceBackend(BaseModel):
                     "its device type string, modules to import first and collective backend. "
                     "A library missing here cannot run on the vendor's devices."
     )
-    one_device_per_process: bool = Field(
-        description="Each training process drives a device of its own, chosen by its local "
-                    "rank among the visible ones (accelerators); False: the processes share "
-                    "the host (CPU) and address no device index."
+    addressed_by_local_rank: bool = Field(
+        description="Each training process selects a device of its own by its local rank among "
+                    "the visible ones (torch.device(type, LOCAL_RANK), Paddle's "
+                    "FLAGS_selected_<place>s, MXNet's context index); False: the framework's "
+                    "device type has no index (the host CPU) and the processes share it."
     )
     visible_devices_env: str | None = Field(
         None, description="Environment variable that selects the devices a process may see, "

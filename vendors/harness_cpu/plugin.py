@@ -25,7 +25,7 @@ BACKEND = DeviceBackend(
         "paddle": FrameworkDevice(device_type="cpu", dist_backend="gloo"),
         "mxnet": FrameworkDevice(device_type="cpu", dist_backend="local"),
     },
-    one_device_per_process=False,
+    addressed_by_local_rank=False,
     precisions=frozenset({"fp32", "bf16"}),
     peak_memory="process_rss",
 )

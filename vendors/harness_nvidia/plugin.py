@@ -32,7 +32,7 @@ BACKEND = DeviceBackend(
         "paddle": FrameworkDevice(device_type="gpu", dist_backend="nccl"),
         "mxnet": FrameworkDevice(device_type="gpu", dist_backend="device"),
     },
-    one_device_per_process=True,
+    addressed_by_local_rank=True,
     visible_devices_env="CUDA_VISIBLE_DEVICES",
     precisions=frozenset({"fp32", "fp16", "bf16", "fp8"}),  # fp8: Hopper or newer (unsupported_reason)
     peak_memory="allocator",

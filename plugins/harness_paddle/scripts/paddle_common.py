@@ -66,7 +66,7 @@ class Runtime:
         for module in entry.get("import_modules", []):
             __import__(module)
         self.device = entry["device_type"]
-        self.dedicated = bool(backend.get("one_device_per_process"))
+        self.dedicated = bool(backend.get("addressed_by_local_rank"))
         self.peak_memory_source = backend.get("peak_memory", "process_rss")
         place = self.device
         if self.dedicated:

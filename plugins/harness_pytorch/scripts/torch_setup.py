@@ -115,7 +115,7 @@ def start_runtime(config_path: str, seed: int) -> Runtime:
     device_type, entry = load_torch_device(backend)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
-    dedicated = bool(backend.get("one_device_per_process"))
+    dedicated = bool(backend.get("addressed_by_local_rank"))
     module = torch.get_device_module(device_type)
     if dedicated:
         if hasattr(module, "is_available") and not module.is_available():
