@@ -302,7 +302,7 @@ def main() -> int:
             learning_rate=p["learning_rate"], min_learning_rate=p["min_learning_rate"],
             lr_warmup_steps=p["lr_warmup_steps"], lr_decay_steps=p["lr_decay_steps"],
             tensor_parallel_degree=tp, pipeline_parallel_degree=pp, max_steps=s["max_steps"],
-            seed=s["seed"], device_type="cuda")
+            seed=s["seed"], device_type=DEVICE_TYPE)
     if printer:
         log(f"> Megatron-core GPT: {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {seq}, vocab {p['vocab_size']}; {n_local:,} parameters "
