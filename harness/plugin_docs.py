@@ -40,6 +40,7 @@ from harness.models import (
     VendorSpec,
 )
 from harness.models.context import RunContext
+from harness.models.device import DeviceBackend, FrameworkDevice
 from harness.models.vendor_config import VendorCaseConfig
 from harness.results_io import atomic_write_text
 
@@ -47,7 +48,7 @@ DOC_PATH = Path(__file__).resolve().parents[1] / "docs" / "plugins.md"
 
 #: The models a plugin author meets, in the order the guide presents them.
 DOCUMENTED_MODELS: tuple[type[BaseModel], ...] = (
-    CaseSpec, FrameworkSpec, VendorSpec, DeviceSet, DeviceInfo, VendorCaseConfig, RunContext,
+    CaseSpec, FrameworkSpec, VendorSpec, DeviceBackend, FrameworkDevice, DeviceSet, DeviceInfo, VendorCaseConfig, RunContext,
     ResolvedConfig, RunSettings, ExecutionEnv, DatasetInfo, LaunchSpec, ProcessOutcome,
     ParsedLog, StepRecord, FlopsEstimate,
 )

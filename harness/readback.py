@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.models import ResolvedConfig
+from harness.models.device import DeviceBackend
 
 #: Must equal ``shared_scripts/readback.py``'s READBACK_PREFIX (tests check).
 READBACK_PREFIX = "[harness-readback] "
@@ -116,13 +117,16 @@ def _same(read: Any, want: Any) -> bool:
     return read == want
 
 
-def _same_device(read: Any, device_kind: str) -> bool:
-    """A CPU run must train on the framework's CPU device, an accelerator run must not: the
-    device type strings differ by framework (``cuda``, ``gpu``, ``gpu:0``, ``npu``)."""
+def _same_device(read: Any, device_kind: str, backend: DeviceBackend | None = None) -> bool:
+    """The run must train on the device the vendor's backend declares: one of its frameworks'
+    device type strings (``cuda``, ``gpu``, ``npu``; ``gpu:0`` counts as ``gpu``). Without a
+    backend, a CPU run must train on the framework's CPU device and an accelerator run not."""
     if not isinstance(read, str):
         return False
-    on_cpu = read.split(":")[0].lower() == "cpu"
-    return on_cpu == (device_kind == "cpu")
+    read_type = read.split(":")[0].lower()
+    if backend is not None:
+        return read_type in {entry.device_type.lower() for entry in backend.frameworks.values()}
+    return (read_type == "cpu") == (device_kind == "cpu")
 
 
 def compare_readback(readback: dict[str, Any], config: ResolvedConfig, *,
@@ -137,7 +141,7 @@ def compare_readback(readback: dict[str, Any], config: ResolvedConfig, *,
         if key not in expected:
             continue  # extra facts (framework version, layout details) are recorded only
         want = expected[key]
-        same = _same_device(read, want) if key == "device_type" else _same(read, want)
+        same = _same_device(read, want, config.device) if key == "device_type" else _same(read, want)
         if not same:
             differences[key] = (read, want)
     required = set(REQUIRED_KEYS) | (set(identifying) & set(config.params))

@@ -4,6 +4,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m pip install --quiet -e '.[torch,test]'
+# The tests install plugin packages (tests/fixtures/harness_demo_plugin,
+# examples/harness-examplechip) offline with --no-build-isolation: their build backend must be
+# here. The examplechip tests train through the PyTorch plugin (torch, transformers: above).
+python3 -m pip install --quiet 'setuptools>=68'
 # Headless Chromium renders the HTML report in tests/harness/report (Debian package).
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: chromium not installed; browser tests will skip"

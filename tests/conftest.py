@@ -11,18 +11,30 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_PLUGIN_SRC = REPO / "tests" / "fixtures" / "harness_demo_plugin"
+EXAMPLECHIP_SRC = REPO / "examples" / "harness-examplechip"
+
+
+def pip_install_target(source: Path, target: Path) -> Path:
+    """Install a plugin package (with its entry points) into a private folder, offline."""
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(target), str(source)],
+        check=True, capture_output=True, text=True,
+    )
+    return target
 
 
 @pytest.fixture(scope="session")
 def demo_plugin_site(tmp_path_factory) -> Path:
     """The demo plugin package installed (with its entry points) into a private folder."""
-    target = tmp_path_factory.mktemp("demo_site")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(DEMO_PLUGIN_SRC)],
-        check=True, capture_output=True, text=True,
-    )
-    return target
+    return pip_install_target(DEMO_PLUGIN_SRC, tmp_path_factory.mktemp("demo_site"))
+
+
+@pytest.fixture(scope="session")
+def examplechip_site(tmp_path_factory) -> Path:
+    """examples/harness-examplechip installed as a vendor would install it (entry point and
+    package data), into a private folder."""
+    return pip_install_target(EXAMPLECHIP_SRC, tmp_path_factory.mktemp("examplechip_site"))
 
 
 @pytest.fixture

@@ -6,6 +6,8 @@ from typing import Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.models.device import DeviceBackend
+
 ParamValue = Union[bool, int, float, str]
 
 
@@ -75,3 +77,8 @@ class VendorSpec(BaseModel):
     name: str = Field(description="Vendor name used with --vendor, e.g. nvidia.")
     description: str = Field("", description="One line shown by `harness list vendors`.")
     device_kind: str = Field(description="cpu, gpu, npu, ...")
+    backend: DeviceBackend | None = Field(
+        None, description="How the built-in frameworks' training processes use the devices "
+                          "(device type strings, collective backend, precisions); a vendor "
+                          "without one runs only frameworks of its own."
+    )

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from harness.models.case import ParamValue
+from harness.models.device import DeviceBackend
 
 def _without(data, keys):
     if isinstance(data, dict) and any(k in data for k in keys):
@@ -86,6 +87,11 @@ class ResolvedConfig(BaseModel):
     )
     settings: RunSettings = Field(description="Knobs every framework understands.")
     params: dict[str, ParamValue] = Field(description="The case's model and optimizer hyper-parameters.")
+    device: DeviceBackend | None = Field(
+        None, description="The vendor's device backend (VendorSpec.backend): the training "
+                          "scripts read their device type, collective backend and precisions "
+                          "from it.",
+    )
     sources: dict[str, str] = Field(
         default_factory=dict,
         description="Where each non-default value came from: smoke, vendor:<file>, cli, "
@@ -122,5 +128,7 @@ class ResolvedConfig(BaseModel):
         }
         if self.code is not None:  # results recorded before code digests keep their hash
             payload["code"] = self.code
+        if self.device is not None:  # how the scripts reach the devices changes the run
+            payload["device"] = self.device.model_dump(mode="json")
         blob = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 
 class DeviceInfo(BaseModel):
@@ -31,3 +33,78 @@ class DeviceSet(BaseModel):
     def count(self) -> int:
         """Number of devices."""
         return len(self.devices)
+
+
+PeakMemorySource = Literal["allocator", "process_rss"]
+
+
+class FrameworkDevice(BaseModel):
+    """How one framework library addresses the vendor's devices."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device_type: str = Field(
+        description="The library's own name of the device type: a torch device type (cuda, npu, "
+                    "xpu, hpu, cpu, ...), a Paddle place (gpu, npu, xpu, cpu, a custom device "
+                    "type) or an MXNet context (gpu, cpu)."
+    )
+    import_modules: tuple[str, ...] = Field(
+        (), description="Python modules each training process imports before it uses the device, "
+                        "e.g. torch_npu, which registers the npu device type with torch."
+    )
+    dist_backend: str | None = Field(
+        None, description="Collective-communication backend of multi-process runs: nccl, gloo, "
+                          "hccl, xccl, bkcl, ...; None leaves it to the framework's launcher."
+    )
+
+
+class DeviceBackend(BaseModel):
+    """How the training processes reach a vendor's devices: what the vendor declares so that the
+    built-in framework scripts run on its chip without knowing it (``VendorSpec.backend``).
+
+    It becomes ``ResolvedConfig.device``, so every training script reads it from the
+    ``config.json`` harness writes for the run; no script guesses its device.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    device_type: str = Field(
+        description="The vendor's name of its device type, as results and logs show it, e.g. "
+                    "cuda, npu, cpu."
+    )
+    frameworks: dict[str, FrameworkDevice] = Field(
+        description="Per framework library the training scripts import (torch, paddle, mxnet): "
+                    "its device type string, modules to import first and collective backend. "
+                    "A library missing here cannot run on the vendor's devices."
+    )
+    addressed_by_local_rank: bool = Field(
+        description="Each training process selects a device of its own by its local rank among "
+                    "the visible ones (torch.device(type, LOCAL_RANK), Paddle's "
+                    "FLAGS_selected_<place>s, MXNet's context index); False: the framework's "
+                    "device type has no index (the host CPU) and the processes share it."
+    )
+    visible_devices_env: str | None = Field(
+        None, description="Environment variable that selects the devices a process may see, "
+                          "e.g. CUDA_VISIBLE_DEVICES, ASCEND_RT_VISIBLE_DEVICES."
+    )
+    precisions: frozenset[Literal["fp32", "fp16", "bf16", "fp8"]] = Field(
+        frozenset({"fp32"}), description="Training precisions the devices have; another is "
+                                         "refused before launch."
+    )
+    peak_memory: PeakMemorySource = Field(
+        "process_rss", description="How a script reads peak memory: 'allocator' asks the "
+                                   "framework's device allocator (max allocated on the device), "
+                                   "'process_rss' the process's peak resident memory."
+    )
+    float32_matmul_precision: Literal["highest", "high", "medium"] = Field(
+        "highest", description="torch.set_float32_matmul_precision for fp32 matmuls: 'high' "
+                               "lets them use TF32 on NVIDIA GPUs."
+    )
+
+    @field_serializer("precisions")
+    def _sorted_precisions(self, precisions: frozenset[str]) -> list[str]:
+        return sorted(precisions)  # a set's order varies between processes; hashes must not
+
+    def for_framework(self, library: str) -> FrameworkDevice | None:
+        """The entry of one framework library (torch, paddle, mxnet), or None."""
+        return self.frameworks.get(library)

@@ -18,7 +18,9 @@ from harness.errors import HarnessError, StorageError, UnavailableError, UserInp
 from harness.fingerprint import environment_fingerprint
 from harness.launch import job_identity
 from harness.logparse.summary import LogReading, reading_of, stream_log
-from harness.models import BenchmarkResult, DeviceSet, ParsedLog, ProcessOutcome
+from harness.models import (
+    BenchmarkResult, DeviceSet, ParsedLog, ProcessOutcome, ResolvedConfig, VendorSpec,
+)
 from harness.models.context import RunContext
 from harness.models.result import RepeatResult
 from harness.provenance import code_digests, run_provenance
@@ -90,7 +92,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     case = registry.cases.get(parsed.case)
     framework = request.framework or parsed.framework or _default_framework(registry, case)
     registry.check_case_framework(case, framework)
-    registry.vendors.get(request.vendor)
+    vendor = registry.vendors.get(request.vendor)
     router = HookRouter(pm, registry)
     devices: DeviceSet = router.discover_devices(request.vendor)
 
@@ -119,6 +121,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         cli_set=parse_set_pairs(request.set_pairs),
         layout={"nproc": (nproc, nproc_source), "nnodes": (nnodes, nnodes_source)},
     )
+    config = _with_device_backend(config, vendor)
     owners = {router.framework_owner(framework), router.vendor_owner(request.vendor),
               *router.case_owners(case, "dataset"), *router.case_owners(case, "model")}
     vendor_config_path = vendor_config.path if vendor_config is not None else None
@@ -162,6 +165,22 @@ def check_paths(request: RunRequest) -> None:
         what = "is not a folder" if request.data_dir.exists() else "does not exist"
         raise UserInputError(f"--data-dir {request.data_dir} {what}; give the folder that holds "
                              "the dataset, or leave it out to use the cache")
+
+
+def _with_device_backend(config: ResolvedConfig, vendor: VendorSpec) -> ResolvedConfig:
+    """The config with the vendor's device backend, which the training scripts read; a
+    precision the backend does not declare is refused here, before anything starts."""
+    backend = vendor.backend
+    if backend is None:
+        return config
+    precision = config.settings.precision
+    if precision not in backend.precisions:
+        raise UnavailableError(
+            f"vendor {vendor.name!r} has no {precision} (its {backend.device_type} devices train "
+            f"in {', '.join(sorted(backend.precisions))}); use --precision "
+            f"{' or '.join(sorted(backend.precisions))}"
+        )
+    return config.model_copy(update={"device": backend})
 
 
 def _plan_nproc(request: RunRequest, case_string_nproc: int | None, case: CaseSpec,

@@ -38,11 +38,16 @@ def register_cases(register) -> None:
 
 
 def _needs_nvidia_gpus(context: RunContext) -> str | None:
-    """Megatron-core trains through NCCL and CUDA kernels: only NVIDIA GPUs run it."""
-    if context.devices.vendor == "nvidia" and context.devices.kind == "gpu":
+    """Megatron-core trains through NCCL and CUDA kernels (its tensor-parallel RNG tracker and
+    fused kernels are CUDA's): only a vendor whose device backend gives torch the cuda device
+    type runs it."""
+    backend = context.config.device
+    torch_device = backend.for_framework("torch") if backend else None
+    if torch_device is not None and torch_device.device_type == "cuda":
         return None
-    return (f"framework megatron needs NVIDIA GPUs (Megatron-core trains through NCCL); "
-            f"vendor {context.devices.vendor!r} has none. Run it with --vendor nvidia on a "
+    declared = f"torch device type {torch_device.device_type!r}" if torch_device else "no torch device"
+    return (f"framework megatron needs NVIDIA GPUs (Megatron-core trains through CUDA and NCCL); "
+            f"vendor {context.vendor!r} declares {declared}. Run it with --vendor nvidia on a "
             f"machine with NVIDIA GPUs, or use --framework pytorch here.")
 
 

@@ -11,6 +11,7 @@ from harness import hookimpl
 from harness.launch import torchrun_node_arguments
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
+from harness_pytorch.device_check import check_torch_device, torch_device
 
 FRAMEWORK = "pytorch"
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -54,6 +55,7 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
             raise UnavailableError(
                 "the PyTorch BERT case needs transformers; install it with `pip install -e '.[torch]'`"
             ) from None
+    check_torch_device(sys.executable, context.vendor, context.config.device)
     return ExecutionEnv(python=sys.executable, framework=FRAMEWORK, framework_version=version,
                         framework_build=torch_build_tag(), packages=packages,
                         description="current interpreter")
@@ -75,6 +77,18 @@ def torch_build_tag() -> str | None:
             value = node.value.value if isinstance(node.value, ast.Constant) else None
             if isinstance(value, str) and "+" in value:
                 return value.split("+", 1)[1] or None
+    return None
+
+
+@hookimpl
+def unsupported_reason(context: RunContext) -> str | None:
+    """A vendor whose device backend has no torch entry cannot run the PyTorch scripts."""
+    from harness.errors import HarnessError
+
+    try:
+        torch_device(context.vendor, context.config.device)
+    except HarnessError as exc:
+        return str(exc)
     return None
 
 

@@ -83,6 +83,19 @@ def test_device_type_must_match_the_device_kind():
     assert "device_type" in _check(_faithful(_config(), device_type="gpu:0")).differences
 
 
+def test_device_type_must_be_one_the_vendors_backend_declares():
+    """With a device backend the script must run on its declared device type, whatever the
+    vendor's device kind: examplechip's kind is 'examplechip', its torch device 'cpu'."""
+    from harness.models.device import DeviceBackend, FrameworkDevice
+
+    chip = DeviceBackend(device_type="examplechip", addressed_by_local_rank=False,
+                         frameworks={"torch": FrameworkDevice(device_type="cpu", dist_backend="gloo")})
+    config = _config().model_copy(update={"device": chip})
+    assert _check(_faithful(config), config=config, device_kind="examplechip").ok
+    assert "device_type" in _check(_faithful(config, device_type="cuda:0"), config=config,
+                                   device_kind="examplechip").differences
+
+
 def test_float32_learning_rates_pass_and_bools_are_not_numbers():
     assert _check(_faithful(_config(), learning_rate=float(__import__("numpy").float32(3e-3)))).ok
     config = _config()

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
+from harness.models.device import DeviceBackend, FrameworkDevice
 from harness.models.context import RunContext
 from harness.fingerprint import cpu_model
 from harness.launch import usable_cores
@@ -14,6 +15,20 @@ from harness.vendor_configs import find_vendor_config
 
 VENDOR = "cpu"
 CONFIGS = Path(__file__).parent / "configs"
+# The host CPU as every framework names it; the processes share it (gloo between them) and
+# the peak memory is each process's resident memory. fp16 has no CPU training kernels in
+# the built-in frameworks' CPU paths, so only fp32 and bf16.
+BACKEND = DeviceBackend(
+    device_type="cpu",
+    frameworks={
+        "torch": FrameworkDevice(device_type="cpu", dist_backend="gloo"),
+        "paddle": FrameworkDevice(device_type="cpu", dist_backend="gloo"),
+        "mxnet": FrameworkDevice(device_type="cpu", dist_backend="local"),
+    },
+    addressed_by_local_rank=False,
+    precisions=frozenset({"fp32", "bf16"}),
+    peak_memory="process_rss",
+)
 
 
 def _memory_bytes() -> int | None:
@@ -25,7 +40,8 @@ def _memory_bytes() -> int | None:
 
 @hookimpl
 def register_vendors(register) -> None:
-    register(VendorSpec(name=VENDOR, description="host CPU (works everywhere)", device_kind="cpu"))
+    register(VendorSpec(name=VENDOR, description="host CPU (works everywhere)", device_kind="cpu",
+                        backend=BACKEND))
 
 
 @hookimpl

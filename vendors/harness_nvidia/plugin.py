@@ -7,6 +7,7 @@ from pathlib import Path
 
 from harness import hookimpl
 from harness.models import DeviceSet, LaunchSpec, VendorSpec
+from harness.models.device import DeviceBackend, FrameworkDevice
 from harness.models.context import RunContext
 from harness.vendor_configs import find_vendor_config
 
@@ -21,12 +22,30 @@ LAUNCH_ENV = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
 SAFE_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
                  "NVSHMEM_DISABLE_NVLS": "1"}
 
+# CUDA devices as each framework names them: one GPU per process (by local rank among
+# CUDA_VISIBLE_DEVICES), NCCL between them (MXNet: the GPU-side 'device' kvstore), the CUDA
+# caching allocator's peak, and TF32 for fp32 matmuls as NVIDIA's own benchmarks use it.
+BACKEND = DeviceBackend(
+    device_type="cuda",
+    frameworks={
+        "torch": FrameworkDevice(device_type="cuda", dist_backend="nccl"),
+        "paddle": FrameworkDevice(device_type="gpu", dist_backend="nccl"),
+        "mxnet": FrameworkDevice(device_type="gpu", dist_backend="device"),
+    },
+    addressed_by_local_rank=True,
+    visible_devices_env="CUDA_VISIBLE_DEVICES",
+    precisions=frozenset({"fp32", "fp16", "bf16", "fp8"}),  # fp8: Hopper or newer (unsupported_reason)
+    peak_memory="allocator",
+    float32_matmul_precision="high",
+)
+
 log = logging.getLogger(__name__)
 
 
 @hookimpl
 def register_vendors(register) -> None:
-    register(VendorSpec(name=VENDOR, description="NVIDIA GPUs through NVML", device_kind="gpu"))
+    register(VendorSpec(name=VENDOR, description="NVIDIA GPUs through NVML", device_kind="gpu",
+                        backend=BACKEND))
 
 
 @hookimpl

@@ -28,6 +28,10 @@ import torch.nn.functional as F
 from lr_schedule import lr_at
 from readback import print_readback
 
+#: Megatron-core is not device-agnostic (CUDA RNG tracker, fused kernels): the one torch
+#: device type it runs on. The vendor's backend must declare it (the nvidia vendor does).
+DEVICE_TYPE = "cuda"
+
 
 def log(msg: str) -> None:
     print(msg, flush=True)
@@ -153,7 +157,7 @@ def build_model(p: dict, s: dict, tp: int, pp: int, precision: str):
         share_embeddings_and_output_weights=True,
         position_embedding_type="learned_absolute",
     )
-    model.cuda(torch.cuda.current_device())
+    model.to(torch.device(DEVICE_TYPE, torch.get_device_module(DEVICE_TYPE).current_device()))
     if precision != "fp32":
         model = Float16Module(config, model)  # as Megatron-LM: bf16/fp16 weights, fp32 main params
     return model, config
@@ -184,17 +188,25 @@ def main() -> int:
     with open(args.config, encoding="utf-8") as handle:
         cfg = json.load(handle)
     s, p = cfg["settings"], cfg["params"]
-    if not torch.cuda.is_available():
+    backend = (cfg.get("device") or {}).get("frameworks", {}).get("torch") or {}
+    if backend.get("device_type") != DEVICE_TYPE:
+        # Megatron-core's tensor-parallel RNG tracker, fused kernels and NCCL groups are CUDA's.
+        log(f"error: Megatron-core runs on CUDA devices only; the vendor's torch device type is "
+            f"{backend.get('device_type')!r}. Use --framework pytorch on this vendor")
+        return 2
+    accelerator = torch.get_device_module(DEVICE_TYPE)
+    if not accelerator.is_available():
         log("error: Megatron-core needs NVIDIA GPUs (NCCL); none is visible")
         return 2
 
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    torch.cuda.set_device(local_rank)
-    torch.backends.cuda.matmul.allow_tf32 = True
-    torch.backends.cudnn.allow_tf32 = True
-    dist.init_process_group("nccl", device_id=torch.device("cuda", local_rank))
+    device = torch.device(DEVICE_TYPE, local_rank)
+    accelerator.set_device(device)
+    # 'high' lets fp32 matmuls use TF32, as the nvidia backend declares.
+    torch.set_float32_matmul_precision(cfg["device"].get("float32_matmul_precision", "highest"))
+    dist.init_process_group(backend.get("dist_backend") or "nccl", device_id=device)
 
     from megatron.core import parallel_state, tensor_parallel
     from megatron.core.distributed import (DistributedDataParallel, DistributedDataParallelConfig,
@@ -263,12 +275,12 @@ def main() -> int:
             epoch += 1
 
     data = batches()
-    positions = torch.arange(seq, device="cuda").unsqueeze(0).expand(mbs, -1)
+    positions = torch.arange(seq, device=device).unsqueeze(0).expand(mbs, -1)
 
     def forward_step(data_iterator, model_chunk):
         tokens, labels = next(data_iterator)
-        tokens = tokens.cuda(non_blocking=True)
-        labels = labels.cuda(non_blocking=True)
+        tokens = tokens.to(device, non_blocking=True)
+        labels = labels.to(device, non_blocking=True)
         output = model_chunk(tokens, positions, None, labels=labels)  # per-token loss [b, s]
 
         def loss_func(per_token_loss):
@@ -290,12 +302,12 @@ def main() -> int:
             learning_rate=p["learning_rate"], min_learning_rate=p["min_learning_rate"],
             lr_warmup_steps=p["lr_warmup_steps"], lr_decay_steps=p["lr_decay_steps"],
             tensor_parallel_degree=tp, pipeline_parallel_degree=pp, max_steps=s["max_steps"],
-            seed=s["seed"], device_type="cuda")
+            seed=s["seed"], device_type=DEVICE_TYPE)
     if printer:
         log(f"> Megatron-core GPT: {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {seq}, vocab {p['vocab_size']}; {n_local:,} parameters "
             f"on this rank")
-        log(f"> training: megatron-core on {world} x cuda: dp {dp} x tp {tp} x pp {pp}, "
+        log(f"> training: megatron-core on {world} x {DEVICE_TYPE}: dp {dp} x tp {tp} x pp {pp}, "
             f"sequence parallel {tp > 1}, distributed optimizer {distributed_optimizer}, precision "
             f"{precision}, micro batch {mbs}, micro-batches per step {accum}, global batch "
             f"{global_batch}, recompute {p.get('recompute', 'none')}, attention "
@@ -320,13 +332,13 @@ def main() -> int:
         update_ok, grad_norm, _ = optimizer.step()
         if not update_ok:
             skipped += 1
-        loss = torch.zeros((), device="cuda")
+        loss = torch.zeros((), device=device)
         if last_stage and losses:
             loss = torch.stack([x["lm loss"] for x in losses]).mean()
             dist.all_reduce(loss, group=parallel_state.get_data_parallel_group())
             loss /= dp
         value = float(loss)  # synchronises the device before the time is read
-        torch.cuda.synchronize()
+        accelerator.synchronize()
         elapsed_ms = 1000.0 * (time.perf_counter() - started)
         consumed += global_batch
         if last_stage and not math.isfinite(value):
@@ -341,12 +353,12 @@ def main() -> int:
                 f"grad norm: {float(grad_norm or 0.0):.3f} | "
                 f"number of skipped iterations: {skipped:3d} | "
                 f"number of nan iterations: {nan_iters:3d} |")
-    allocated = torch.cuda.max_memory_allocated() / 2**20
-    reserved = torch.cuda.max_memory_reserved() / 2**20
+    allocated = accelerator.max_memory_allocated() / 2**20
+    reserved = accelerator.max_memory_reserved() / 2**20
     # Megatron-LM's memory report, one line per rank; the harness keeps the largest.
     log(f"[Rank {rank}] (after {max_steps} iterations) memory (MB) | allocated: "
-        f"{torch.cuda.memory_allocated() / 2**20:.1f} | max allocated: {allocated:.1f} | "
-        f"reserved: {torch.cuda.memory_reserved() / 2**20:.1f} | max reserved: {reserved:.1f}")
+        f"{accelerator.memory_allocated() / 2**20:.1f} | max allocated: {allocated:.1f} | "
+        f"reserved: {accelerator.memory_reserved() / 2**20:.1f} | max reserved: {reserved:.1f}")
     dist.barrier()
     if rank == 0:
         log("> training finished")

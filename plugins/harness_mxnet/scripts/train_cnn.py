@@ -53,13 +53,21 @@ class RecordDataset(gluon.data.Dataset):
         return image, np.float32(label)
 
 
-def contexts(count: int):
-    gpus = mx.context.num_gpus()
-    if gpus:
-        if count > gpus:
-            fail(f"{count} devices requested, {gpus} GPUs visible")
-        return [mx.gpu(i) for i in range(count)], "gpu"
-    return [mx.cpu(i) for i in range(count)], "cpu"
+def contexts(backend: dict, count: int):
+    """The MXNet contexts of the run and the kvstore, from the vendor's device backend (its
+    ``mxnet`` entry: the context type, gpu or cpu, and the kvstore as collective backend)."""
+    entry = (backend or {}).get("frameworks", {}).get("mxnet")
+    if entry is None:
+        fail(f"the vendor's device backend declares no MXNet context ({(backend or {}).get('device_type')})")
+    for module in entry.get("import_modules", []):
+        __import__(module)
+    device = entry["device_type"]
+    if device not in mx.Context.devstr2type:
+        fail(f"mxnet has no context type {device!r} (it has {', '.join(mx.Context.devstr2type)})")
+    if device == "gpu" and count > mx.context.num_gpus():
+        fail(f"{count} devices requested, {mx.context.num_gpus()} GPUs visible")
+    kvstore = entry.get("dist_backend") or "local"
+    return [mx.Context(device, i) for i in range(count)], device, kvstore
 
 
 def main() -> int:
@@ -75,12 +83,12 @@ def main() -> int:
         fail("multi-node MXNet training needs a parameter-server launch (dist_sync); not supported")
     mx.random.seed(s["seed"])
     np.random.seed(s["seed"])
-    ctx, device = contexts(s["nproc"])
+    ctx, device, kvstore = contexts(cfg.get("device"), s["nproc"])
     precision = s["precision"]
     if precision == "bf16":
         fail("bf16 training is not supported by MXNet 1.9 Gluon Trainer; use fp32 or fp16")
     if precision == "fp16" and device == "cpu":
-        fail("fp16 training needs a GPU; on the CPU use --precision fp32")
+        fail("fp16 training needs an accelerator; on the CPU use --precision fp32")
     if p.get("channels_last"):
         fail("channels_last is not supported for the gluon model zoo networks; use --set channels_last=false")
     dtype = "float16" if precision == "fp16" else "float32"
@@ -93,7 +101,6 @@ def main() -> int:
     size = p["image_size"]
     net(mx.nd.zeros((1, 3, size, size), ctx=ctx[0], dtype=dtype))  # materialise deferred shapes
     n_params = trainable_parameters(net)
-    kvstore = "device" if device == "gpu" else "local"
     trainer = gluon.Trainer(net.collect_params(), "sgd",
                             {"learning_rate": p["learning_rate"], "momentum": p["momentum"],
                              "wd": p["weight_decay"], "multi_precision": dtype == "float16"},
@@ -107,7 +114,7 @@ def main() -> int:
         fail(f"{args.data} holds {dataset.records.image_size}px images of {dataset.records.num_classes} "
              f"classes; the case wants {size}px and {p['num_classes']}")
     loader = gluon.data.DataLoader(dataset, batch_size=per_step, shuffle=True, last_batch="discard",
-                                   num_workers=4 if device == "gpu" else 0)
+                                   num_workers=4 if device != "cpu" else 0)
     if accum > 1:
         for param in net.collect_params().values():
             if param.grad_req != "null":

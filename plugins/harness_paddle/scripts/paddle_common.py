@@ -39,18 +39,44 @@ def load_config(description: str) -> tuple[argparse.Namespace, dict, dict]:
     return args, cfg["settings"], cfg["params"]
 
 
-class Runtime:
-    """Device, ranks and the data-parallel wrapper of one training process."""
+def read_device_backend(config_path: str) -> dict:
+    """The vendor's device backend (harness's ``DeviceBackend``) from the resolved config."""
+    with open(config_path, encoding="utf-8") as handle:
+        backend = json.load(handle).get("device")
+    if not backend:
+        fail("the resolved config names no device backend (the vendor declares none)")
+    return backend
 
-    def __init__(self, seed: int):
+
+class Runtime:
+    """Device, ranks and the data-parallel wrapper of one training process.
+
+    The place comes from the vendor's device backend (its ``paddle`` entry: gpu, npu, xpu,
+    cpu or a custom device type); with a device per process the launcher's
+    ``FLAGS_selected_<place>s`` names this process's one.
+    """
+
+    def __init__(self, seed: int, config_path: str):
         self.world = int(os.environ.get("PADDLE_TRAINERS_NUM", "1"))
         self.rank = int(os.environ.get("PADDLE_TRAINER_ID", "0"))
-        on_gpu = paddle.device.is_compiled_with_cuda() and paddle.device.cuda.device_count() > 0
-        self.device = "gpu" if on_gpu else "cpu"
-        if on_gpu:
-            paddle.set_device(f"gpu:{int(os.environ.get('FLAGS_selected_gpus', '0').split(',')[0])}")
-        else:
-            paddle.set_device("cpu")
+        backend = read_device_backend(config_path)
+        entry = backend.get("frameworks", {}).get("paddle")
+        if entry is None:
+            fail(f"the {backend.get('device_type')} device backend declares no paddle place")
+        for module in entry.get("import_modules", []):
+            __import__(module)
+        self.device = entry["device_type"]
+        self.dedicated = bool(backend.get("addressed_by_local_rank"))
+        self.peak_memory_source = backend.get("peak_memory", "process_rss")
+        place = self.device
+        if self.dedicated:
+            selected = os.environ.get(f"FLAGS_selected_{self.device}s",
+                                      os.environ.get("PADDLE_LOCAL_RANK", "0"))
+            place = f"{self.device}:{int(selected.split(',')[0])}"
+        try:
+            paddle.set_device(place)
+        except (ValueError, RuntimeError) as exc:
+            fail(f"paddle has no device {place!r} ({exc}); is the vendor's paddle plugin installed?")
         self.hybrid = None
         # One seed on every rank: replicated parameters start identical everywhere (tensor
         # parallel shards draw from fleet's own RNG tracker); ranks differ by their data.
@@ -58,7 +84,7 @@ class Runtime:
 
     def init_data_parallel(self) -> None:
         if self.world > 1:
-            dist.init_parallel_env()  # NCCL on GPUs, gloo on CPU
+            dist.init_parallel_env()  # the launcher's backend for the place: NCCL on GPUs, gloo on CPU
 
     def data_parallel_world(self) -> int:
         """Processes that read different data: data parallel x sharding ranks."""
@@ -91,14 +117,14 @@ def amp_setup(precision: str, device: str, level: str):
     """Return (autocast factory, grad scaler or None, level) for the precision, or exit."""
     if precision == "fp32":
         return (lambda: nullcontext()), None, "O0"
-    if level == "auto":  # pure half-precision weights (O2) on GPUs, as the seeds run; O1 on CPUs
-        level = "O2" if device == "gpu" else "O1"
+    if level == "auto":  # pure half-precision weights (O2) on accelerators, as the seeds run; O1 on CPUs
+        level = "O2" if device != "cpu" else "O1"
     if level not in ("O1", "O2"):
         fail(f"amp_level must be auto, O1 or O2, got {level!r}")
     if device == "cpu" and precision == "fp16":
-        fail("fp16 training needs a GPU; on the CPU use --precision bf16 or fp32")
-    if device == "gpu" and precision == "bf16" and not paddle.amp.is_bfloat16_supported():
-        fail("bf16 is not supported on this GPU; use --precision fp16 or fp32")
+        fail("fp16 training needs an accelerator; on the CPU use --precision bf16 or fp32")
+    if device != "cpu" and precision == "bf16" and not paddle.amp.is_bfloat16_supported():
+        fail(f"bf16 is not supported on this {device} device; use --precision fp16 or fp32")
     dtype = AMP_DTYPES[precision]
 
     def autocast():
@@ -109,7 +135,8 @@ def amp_setup(precision: str, device: str, level: str):
 
 
 def memory_fields(device: str) -> str:
-    """PaddleNLP's memory fields on GPUs; on the CPU the process's peak RSS (its own name)."""
+    """PaddleNLP's memory fields from the device allocator (on CUDA GPUs, where Paddle's
+    paddle.device.cuda reads them); elsewhere the scripts print the process's peak RSS."""
     if device == "gpu":
         allocated = paddle.device.cuda.max_memory_allocated() / 2**20
         reserved = paddle.device.cuda.max_memory_reserved() / 2**20

@@ -18,9 +18,9 @@ def setup_hybrid(rt: Runtime, layout: dict, seed: int) -> None:
     if tp == pp == sd == 1:
         rt.init_data_parallel()
         return
-    if rt.device != "gpu":
-        fail(f"tensor parallel {tp}, pipeline parallel {pp} and sharding degree {sd} need GPUs "
-             "with NCCL; on the CPU only data parallel (every degree 1) runs")
+    if not rt.dedicated:
+        fail(f"tensor parallel {tp}, pipeline parallel {pp} and sharding degree {sd} need "
+             "accelerators (a device per process); on the CPU only data parallel (every degree 1) runs")
     if pp > 1:
         fail("pipeline parallel (PP > 1) is not implemented by the harness Paddle GPT script; "
              "use a PP1 config")

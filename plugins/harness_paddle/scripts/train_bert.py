@@ -37,7 +37,7 @@ class HDF5Dataset(paddle.io.Dataset):
 
 def main() -> int:
     args, s, p = load_config(__doc__)
-    rt = Runtime(s["seed"])
+    rt = Runtime(s["seed"], args.config)
     rt.init_data_parallel()
     autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "auto"))
     model = BertForPreTraining(p, recompute=bool(p.get("recompute")))
@@ -60,7 +60,7 @@ def main() -> int:
         return 2
     sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=rt.world,
                                                 rank=rt.rank, shuffle=True, drop_last=True)
-    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=2 if rt.device == "gpu" else 0)
+    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=2 if rt.dedicated else 0)
     data = endless(loader, sampler)
     max_steps = s["max_steps"]
     if rt.rank == 0:
@@ -115,7 +115,7 @@ def main() -> int:
                     f"learning rate: {lr:.5e}" + memory_fields(rt.device))
             interval_loss = reader_cost = batch_cost = 0.0
     if rt.rank == 0:
-        if rt.device == "cpu":
+        if rt.device != "gpu":  # gpu: the allocator figures of the step lines
             log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
         log("> training finished")
     return 0

@@ -64,7 +64,7 @@ def main() -> int:
     model_args, rest = extra.parse_known_args()
     sys.argv = [sys.argv[0], *rest]
     args, s, p = load_config(__doc__)
-    rt = Runtime(s["seed"])
+    rt = Runtime(s["seed"], args.config)
     rt.init_data_parallel()
     if p.get("channels_last"):
         fail("channels_last is not available for paddle.vision models; run with --set channels_last=false")
@@ -85,7 +85,7 @@ def main() -> int:
              f"classes; the case wants {p['image_size']}px and {p['num_classes']}")
     sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=rt.world,
                                                 rank=rt.rank, shuffle=True, drop_last=True)
-    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=4 if rt.device == "gpu" else 0)
+    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=4 if rt.dedicated else 0)
     data = endless(loader, sampler)
     max_steps = s["max_steps"]
     steps_per_epoch = max(1, len(sampler) // accum)
@@ -139,7 +139,7 @@ def main() -> int:
                     f"ips: {mbs * accum / avg_batch:.5f} images/sec" + memory_fields(rt.device))
             interval_loss = reader_cost = batch_cost = top1 = top5 = 0.0
     if rt.rank == 0:
-        if rt.device == "cpu":
+        if rt.device != "gpu":  # gpu: the allocator figures of the step lines
             log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
         log("> training finished")
     return 0

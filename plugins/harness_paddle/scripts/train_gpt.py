@@ -39,7 +39,7 @@ class WindowDataset(paddle.io.Dataset):
 
 def main() -> int:
     args, s, p = load_config(__doc__)
-    rt = Runtime(s["seed"])
+    rt = Runtime(s["seed"], args.config)
     layout = json.loads(args.parallel)
     setup_hybrid(rt, layout, s["seed"])
     autocast, scaler, level = amp_setup(s["precision"], rt.device,
@@ -83,7 +83,7 @@ def main() -> int:
     sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=dp_world,
                                                 rank=dp_rank, shuffle=True, drop_last=True)
     loader = paddle.io.DataLoader(dataset, batch_sampler=sampler,
-                                  num_workers=2 if rt.device == "gpu" else 0)
+                                  num_workers=2 if rt.dedicated else 0)
     data = endless(loader, sampler)
     decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
     if rt.rank == 0:
@@ -134,7 +134,7 @@ def main() -> int:
             interval_loss = reader_cost = batch_cost = 0.0
     if rt.rank == 0:
         log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)"
-            if rt.device == "cpu" else "> training finished on gpu")
+            if rt.device != "gpu" else "> training finished on gpu")  # gpu: allocator figures above
         log("> training finished")
     return 0
 

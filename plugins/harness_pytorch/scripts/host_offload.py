@@ -38,7 +38,11 @@ class HostOffloadAdamW:
         self.params = params
         sizes = [p.numel() for p in params]
         self.numel = sum(sizes)
-        pin = device.type == "cuda"
+        # Pinned staging buffers and copy streams on an accelerator; on the host CPU (a device
+        # type without an index) the update is plain and synchronous.
+        accelerated = device.index is not None
+        self.device_module = torch.get_device_module(device.type)
+        pin = accelerated
         # Host: the fp32 master weights, flat, in the model's parameter order.
         self.master = torch.empty(self.numel, dtype=torch.float32)
         offsets, start = [], 0
@@ -69,9 +73,8 @@ class HostOffloadAdamW:
         self.grad_stage = [torch.empty(largest, dtype=torch.float32, pin_memory=pin) for _ in range(2)]
         self.weight_stage = [torch.empty(largest, dtype=dtype, pin_memory=pin) for _ in range(2)]
         # Downloads and uploads on their own streams, so that PCIe carries both directions at once.
-        cuda = device.type == "cuda"
-        self.down_stream = torch.cuda.Stream(device) if cuda else None
-        self.up_stream = torch.cuda.Stream(device) if cuda else None
+        self.down_stream = self.device_module.Stream(device) if accelerated else None
+        self.up_stream = self.device_module.Stream(device) if accelerated else None
 
     def _device_weights(self, begin: int, end: int) -> torch.Tensor:
         if begin >= self.boundary:
@@ -120,15 +123,16 @@ class HostOffloadAdamW:
         """Chunk i's CPU update overlaps chunk i+1's download and chunk i-1's upload."""
         down, up = self.down_stream, self.up_stream
         chunks = [c for c in self.chunks if c[1] <= self.boundary]
-        compute = torch.cuda.current_stream(self.device)
+        module = self.device_module
+        compute = module.current_stream(self.device)
         down.wait_stream(compute)  # the gradients are complete and clipped
         up.wait_stream(compute)  # nothing still reads the weights
-        downloaded = [torch.cuda.Event() for _ in range(2)]
+        downloaded = [module.Event() for _ in range(2)]
         uploaded = [None, None]
 
         def download(i: int) -> None:
             begin, end, _ = chunks[i]
-            with torch.cuda.stream(down):
+            with module.stream(down):
                 self.grad_stage[i % 2][:end - begin].copy_(self.grads[begin:end], non_blocking=True)
                 downloaded[i % 2].record(down)
 
@@ -146,9 +150,9 @@ class HostOffloadAdamW:
             if uploaded[slot] is not None:
                 uploaded[slot].synchronize()  # the staging buffer's last upload has finished
             self.weight_stage[slot][:n].copy_(view)  # fp32 -> compute dtype, on the host
-            with torch.cuda.stream(up):
+            with module.stream(up):
                 self.weights[begin:end].copy_(self.weight_stage[slot][:n], non_blocking=True)
-                uploaded[slot] = torch.cuda.Event()
+                uploaded[slot] = module.Event()
                 uploaded[slot].record(up)
         compute.wait_stream(down)  # the gradient buffer is zeroed next, on the compute stream
         compute.wait_stream(up)

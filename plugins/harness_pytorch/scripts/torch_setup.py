@@ -1,7 +1,15 @@
-"""Start-up shared by the PyTorch training scripts: the resolved config, device and process group."""
+"""Start-up shared by the PyTorch training scripts: the resolved config, device and process group.
+
+The device comes from the vendor's device backend in the resolved config (``config.json``,
+key ``device``; harness's ``DeviceBackend``): its torch device type, the modules to import
+first, the collective backend, whether each process has a device of its own and how peak
+memory is read. Everything here goes through torch's device-agnostic APIs
+(``torch.get_device_module``), so a vendor's chip runs these scripts without a change.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import resource
@@ -13,11 +21,54 @@ import torch
 import torch.distributed as dist
 
 
+def fail(message: str, code: int = 2):
+    print(f"error: {message}", flush=True)
+    sys.exit(code)
+
+
 @dataclass(frozen=True)
 class Runtime:
     device: torch.device
     world: int
     rank: int
+    #: The vendor's name of its device type (the torch type may differ, e.g. examplechip -> cpu).
+    device_name: str
+    #: Each process drives a device of its own (accelerators); False: they share the host.
+    dedicated: bool
+    precisions: frozenset[str]
+    peak_memory_source: str
+
+    @property
+    def device_module(self):
+        return torch.get_device_module(self.device.type)
+
+    def ddp_device_ids(self) -> list[int] | None:
+        """DDP's device_ids: this process's device, or None for modules on a shared host."""
+        return [self.device.index] if self.dedicated else None
+
+    def loader_options(self, workers: int, persistent: bool = False) -> dict:
+        """DataLoader options: worker processes and pinned host memory feed an accelerator;
+        on a shared host the training process reads its batches itself."""
+        if not self.dedicated:
+            return {"num_workers": 0}
+        return {"num_workers": workers, "pin_memory": True, "persistent_workers": persistent and workers > 0}
+
+    def check_precision(self, precision: str) -> None:
+        """Exit 2 when the device lacks the precision (harness refuses it earlier too)."""
+        if precision not in self.precisions:
+            fail(f"{self.device_name} devices have no {precision}; use one of "
+                 f"{', '.join(sorted(self.precisions))}")
+        supported = getattr(self.device_module, "is_bf16_supported", None)
+        if precision == "bf16" and self.dedicated and supported is not None and not supported():
+            fail(f"bf16 is not supported on this {self.device_name} device; use --precision fp16 or fp32")
+
+    def peak_memory_mb(self) -> tuple[float, str]:
+        """This process's peak memory in MiB and what it measures (see peak_memory_line)."""
+        if self.peak_memory_source == "allocator":
+            return (self.device_module.max_memory_allocated(self.device) / 2**20,
+                    f"{self.device_name} max allocated")
+        # ru_maxrss is in KiB on Linux: the process's peak resident memory.
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process max RSS"
 
 
 def read_config(path: str) -> tuple[dict, dict]:
@@ -27,22 +78,61 @@ def read_config(path: str) -> tuple[dict, dict]:
     return config["settings"], config["params"]
 
 
-def start_runtime(seed: int) -> Runtime:
-    """Pick this rank's device (torchrun sets WORLD_SIZE/RANK/LOCAL_RANK), join the process
-    group when there are several ranks (NCCL on GPUs, gloo on CPUs) and seed torch."""
+def read_device_backend(path: str) -> dict:
+    """The vendor's device backend from the resolved config (``DeviceBackend`` as JSON)."""
+    with open(path, encoding="utf-8") as handle:
+        backend = json.load(handle).get("device")
+    if not backend:
+        fail("the resolved config names no device backend (the vendor declares none)")
+    return backend
+
+
+def load_torch_device(backend: dict) -> tuple[str, dict]:
+    """Import the modules the backend names and check torch knows its device type; returns
+    (torch device type, the backend's torch entry). Exits 2 with a one-line error otherwise."""
+    entry = backend.get("frameworks", {}).get("torch")
+    if entry is None:
+        fail(f"the {backend.get('device_type')} device backend declares no torch device")
+    device_type = entry["device_type"]
+    for module in entry.get("import_modules", []):
+        try:
+            importlib.import_module(module)
+        except ImportError as exc:
+            fail(f"torch device type {device_type!r} needs module {module}, which does not import: {exc}")
+    try:
+        torch.get_device_module(device_type)
+    except RuntimeError:
+        hint = entry.get("import_modules") or [f"torch_{device_type}"]
+        fail(f"torch has no device type {device_type!r}; is {hint[0]} installed?")
+    return device_type, entry
+
+
+def start_runtime(config_path: str, seed: int) -> Runtime:
+    """Pick this rank's device (torchrun sets WORLD_SIZE/RANK/LOCAL_RANK) as the vendor's
+    backend declares it, join the process group with the declared collective backend when
+    there are several ranks, and seed torch."""
+    backend = read_device_backend(config_path)
+    device_type, entry = load_torch_device(backend)
     world = int(os.environ.get("WORLD_SIZE", "1"))
     rank = int(os.environ.get("RANK", "0"))
-    if torch.cuda.is_available():
-        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
-        torch.cuda.set_device(device)
-        torch.backends.cuda.matmul.allow_tf32 = True
-        torch.backends.cudnn.allow_tf32 = True
+    dedicated = bool(backend.get("addressed_by_local_rank"))
+    module = torch.get_device_module(device_type)
+    if dedicated:
+        if hasattr(module, "is_available") and not module.is_available():
+            fail(f"torch sees no {device_type} device (torch.{device_type}.is_available() is False)")
+        device = torch.device(device_type, int(os.environ.get("LOCAL_RANK", "0")))
+        module.set_device(device)
     else:
-        device = torch.device("cpu")
+        device = torch.device(device_type)
+    # 'high' lets fp32 matmuls use TF32 where the device has it (the nvidia backend asks for it).
+    torch.set_float32_matmul_precision(backend.get("float32_matmul_precision", "highest"))
     if world > 1:
-        dist.init_process_group("nccl" if device.type == "cuda" else "gloo")
+        dist.init_process_group(backend=entry.get("dist_backend"))
     torch.manual_seed(seed)
-    return Runtime(device=device, world=world, rank=rank)
+    return Runtime(device=device, world=world, rank=rank,
+                   device_name=backend.get("device_type", device_type), dedicated=dedicated,
+                   precisions=frozenset(backend.get("precisions", ["fp32"])),
+                   peak_memory_source=backend.get("peak_memory", "process_rss"))
 
 
 def run_and_exit(main: Callable[[], int]) -> None:
@@ -55,22 +145,13 @@ def run_and_exit(main: Callable[[], int]) -> None:
     os._exit(exit_code)
 
 
-def peak_memory_mb(device: torch.device, world: int = 1) -> tuple[float, str]:
-    """This run's peak memory in MiB, the max over ranks, and what it measures: the framework's
-    allocator peak on a GPU, the process's peak resident memory on the CPU. Collective when
-    ``world > 1``: every rank calls it."""
-    if device.type == "cuda":
-        peak, source = torch.cuda.max_memory_allocated(device) / 2**20, "cuda max allocated"
-    else:  # ru_maxrss is in KiB on Linux
-        peak, source = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process max RSS"
-    if world > 1:
-        reduced = torch.tensor([peak], device=device)
+def peak_memory_line(runtime: Runtime) -> str:
+    """The peak-memory line harness's parsers read (Megatron style), for every script: the max
+    over ranks of what the backend says to read (the device allocator's peak, or the
+    process's peak resident memory). Collective when there are several ranks."""
+    peak, source = runtime.peak_memory_mb()
+    if runtime.world > 1:
+        reduced = torch.tensor([peak], device=runtime.device)
         dist.all_reduce(reduced, op=dist.ReduceOp.MAX)
         peak = float(reduced)
-    return peak, source
-
-
-def peak_memory_line(device: torch.device, world: int = 1) -> str:
-    """The peak-memory line harness's parsers read (Megatron style), for every script."""
-    peak, source = peak_memory_mb(device, world)
     return f"peak memory (MB): {peak:.1f} ({source}, max over ranks)"

@@ -76,12 +76,10 @@ def main() -> int:
     parser.add_argument("--data", required=True, help="NGC BERT HDF5 file")
     args = parser.parse_args()
     s, p = read_config(args.config)
-    runtime = start_runtime(s["seed"])
+    runtime = start_runtime(args.config, s["seed"])
     device, world, rank = runtime.device, runtime.world, runtime.rank
     precision = s["precision"]
-    if precision == "fp16" and device.type == "cpu":
-        log("error: fp16 training needs a GPU; on the CPU use --precision bf16 or fp32")
-        return 2
+    runtime.check_precision(precision)
     model = build_model(p).to(device)
     if p.get("recompute"):
         model.gradient_checkpointing_enable()
@@ -94,7 +92,7 @@ def main() -> int:
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+        model = DDP(model, device_ids=runtime.ddp_device_ids())
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = HDF5Dataset(args.data)
@@ -104,7 +102,7 @@ def main() -> int:
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
-                        num_workers=2 if device.type == "cuda" else 0, pin_memory=device.type == "cuda")
+                        **runtime.loader_options(workers=2))
     autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     max_steps, skip = s["max_steps"], s["skip_steps"]
@@ -117,7 +115,7 @@ def main() -> int:
         dll("PARAMETER", [("batch_size_per_gpu", mbs, None)])
         log(f"> BERT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {p['seq_len']}; {'ddp' if world > 1 else 'single'} on {world} x "
-            f"{device.type}, precision {precision}, global batch {global_batch}, torch {torch.__version__}")
+            f"{runtime.device_name}, precision {precision}, global batch {global_batch}, torch {torch.__version__}")
         built = getattr(model, "module", model).config  # what was built, before step 1: harness checks it
         print_readback(
             model="bert", parameters=n_params, num_layers=built.num_hidden_layers,
@@ -182,7 +180,7 @@ def main() -> int:
         dll("", [("e2e_train_time", f"{end - e2e_start:.3f}", "s"),
                  ("training_sequences_per_second", f"{global_batch * measured / raw:.2f}", "sequences/s"),
                  ("final_loss", f"{value:.5f}", "None"), ("raw_train_time", f"{raw:.3f}", "s")])
-    memory = peak_memory_line(device, world)
+    memory = peak_memory_line(runtime)
     if rank == 0:
         log(f"> {memory}")
         log("> training finished")

@@ -1,7 +1,7 @@
 """Image classification training with PyTorch (ResNet-50 v1.5, MobileNetV1; no torchvision).
 
 SGD with momentum, linear warm-up then cosine decay, on the uint8 image records; data
-parallel under ``python -m torch.distributed.run`` (gloo on CPUs, NCCL on GPUs). Prints the
+parallel under ``python -m torch.distributed.run`` (with the collective backend the vendor declares: gloo on CPUs, NCCL on GPUs). Prints the
 DLLogger lines of NVIDIA's NGC PyTorch ResNet-50 (``*_ips`` are for the whole job)::
 
     DLL 2026-01-01 10:00:00.000000 - Epoch: 0 Iteration: 2  train.loss : 2.30 None
@@ -53,12 +53,10 @@ def main() -> int:
     parser.add_argument("--model", required=True, choices=["resnet50", "mobilenet_v1"])
     args = parser.parse_args()
     s, p = read_config(args.config)
-    runtime = start_runtime(s["seed"])
+    runtime = start_runtime(args.config, s["seed"])
     device, world, rank = runtime.device, runtime.world, runtime.rank
     precision = s["precision"]
-    if precision == "fp16" and device.type == "cpu":
-        log("error: fp16 training needs a GPU; on the CPU use --precision bf16 or fp32")
-        return 2
+    runtime.check_precision(precision)
     model = build_model(args.model, p["num_classes"], p["width_multiplier"]).to(device)
     memory_format = torch.channels_last if p.get("channels_last") else torch.contiguous_format
     model = model.to(memory_format=memory_format)
@@ -69,7 +67,7 @@ def main() -> int:
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        model = DDP(model, device_ids=[device.index] if device.type == "cuda" else None)
+        model = DDP(model, device_ids=runtime.ddp_device_ids())
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = RecordDataset(args.data, s["seed"] + rank)
@@ -80,7 +78,7 @@ def main() -> int:
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
-                        num_workers=4 if device.type == "cuda" else 0, pin_memory=device.type == "cuda")
+                        **runtime.loader_options(workers=4))
     steps_per_epoch = max(1, len(loader) // accum)
     autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
@@ -91,7 +89,7 @@ def main() -> int:
                           ("precision", precision, None), ("world_size", world, None)])
         log(f"> {args.model}: {n_params:,} trainable parameters, {p['image_size']}x{p['image_size']} "
             f"images, {p['num_classes']} classes, {len(dataset)} training images; "
-            f"{'ddp' if world > 1 else 'single'} on {world} x {device.type}, micro batch {mbs}, "
+            f"{'ddp' if world > 1 else 'single'} on {world} x {runtime.device_name}, micro batch {mbs}, "
             f"grad accum {accum}, global batch {global_batch}, torch {torch.__version__}")
         print_readback(  # what was built and will run, before step 1: harness checks it
             model=args.model, parameters=n_params, image_size=dataset.records.image_size,
@@ -146,7 +144,7 @@ def main() -> int:
                 ("train.compute_ips", f"{global_batch / max(elapsed - data_time, 1e-9):.2f}", "images/s"),
                 ("train.total_ips", f"{global_batch / elapsed:.2f}", "images/s"),
                 ("train.lr", f"{lr:.6f}", None), ("train.data_time", f"{data_time:.5f}", "s")])
-    memory = peak_memory_line(device, world)
+    memory = peak_memory_line(runtime)
     if rank == 0:
         log(f"> {memory}")
         log("> training finished")

@@ -47,7 +47,7 @@ def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
     decay, no_decay = split_weight_decay(model)
     groups = [{"params": decay, "weight_decay": p["weight_decay"]},
               {"params": no_decay, "weight_decay": 0.0}]
-    fused = bool(p.get("fused_optimizer")) and device.type == "cuda"
+    fused = bool(p.get("fused_optimizer")) and device.type != "cpu"  # the accelerator's fused kernel
     return torch.optim.AdamW(groups, lr=p["learning_rate"], betas=(p["adam_beta1"], p["adam_beta2"]),
                              eps=1e-8, fused=fused)
 
@@ -77,7 +77,7 @@ def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: 
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        ids = [device.index] if device.type == "cuda" else None
+        ids = [device.index] if device.index is not None else None  # None: a shared host
         # Gradients live in the all-reduce buckets: no extra copy of every gradient.
         return DDP(model, device_ids=ids, gradient_as_bucket_view=True), "ddp"
     return model, "single"
@@ -107,7 +107,7 @@ def print_kernel_breakdown(prof, steps: int) -> None:
     kernels = []
     for event in prof.key_averages():
         device_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
-        if event.device_type.name != "CUDA" or device_us <= 0:
+        if event.device_type.name == "CPU" or device_us <= 0:  # device kernels only
             continue
         name = event.key.lower()
         category = next((c for frag, c in KERNEL_CATEGORIES if frag in name), "other")
@@ -141,14 +141,14 @@ def main() -> int:
     parser.add_argument("--data-prefix", required=True, help="path prefix of *_ids.npy/*_idx.npz")
     args = parser.parse_args()
     s, p = read_config(args.config)
-    runtime = start_runtime(s["seed"])
+    runtime = start_runtime(args.config, s["seed"])
     device, world, rank = runtime.device, runtime.world, runtime.rank
 
     precision = s["precision"]
-    if precision == "bf16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
-        log("error: bf16 is not supported on this GPU; use --precision fp16 or fp32")
-        return 2
-    if precision == "fp8" and (device.type != "cuda" or torch.cuda.get_device_capability(device) < (8, 9)):
+    runtime.check_precision(precision)
+    # fp8 is declared by the vendor's backend (check_precision); on CUDA it needs compute
+    # capability 8.9 (Ada/Hopper) or newer.
+    if precision == "fp8" and device.type == "cuda" and runtime.device_module.get_device_capability(device) < (8, 9):
         log("error: fp8 training needs a GPU with fp8 tensor cores (compute capability 8.9 or newer)")
         return 2
     offload = str(p.get("offload", "none"))
@@ -208,8 +208,7 @@ def main() -> int:
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
-                        num_workers=2 if device.type == "cuda" else 0,
-                        pin_memory=device.type == "cuda", persistent_workers=device.type == "cuda")
+                        **runtime.loader_options(workers=2, persistent=True))
 
     def batches():
         epoch = 0
@@ -227,7 +226,7 @@ def main() -> int:
     if rank == 0:
         log(f"> GPT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {p['seq_len']}, vocab {p['vocab_size']}")
-        log(f"> training: {parallel} on {world} x {device.type}, precision {precision}, micro batch "
+        log(f"> training: {parallel} on {world} x {runtime.device_name}, precision {precision}, micro batch "
             f"{mbs}, grad accum {accum}, global batch {global_batch}, recompute {p['recompute']}, "
             f"compile {bool(p.get('compile'))}, attention {p.get('attention_backend', 'auto')}, "
             f"offload {offload}, "
@@ -244,7 +243,9 @@ def main() -> int:
         if window and step == window[0]:
             from torch.profiler import ProfilerActivity, profile
 
-            profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])
+            # The device's own activity (CUDA, XPU, ...) where the profiler has one.
+            device_activity = getattr(ProfilerActivity, device.type.upper(), None)
+            profiler = profile(activities=[ProfilerActivity.CPU, *filter(None, [device_activity])])
             profiler.__enter__()
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
                    floor=p["min_learning_rate"])
@@ -310,7 +311,7 @@ def main() -> int:
             interval_loss = 0.0
             interval_start = time.perf_counter()
     attention.__exit__(None, None, None)
-    memory = peak_memory_line(device, world)
+    memory = peak_memory_line(runtime)
     if rank == 0:
         log(f"[Rank 0] (after {max_steps} iterations) {memory}")
         log("> training finished")

@@ -23,12 +23,16 @@ def pm():
 
 
 def gpu_context(pm, tmp_path, case, nproc=None, gpus=8, **kw):
-    """Plan on the cpu vendor, then give the context NVIDIA devices (no GPU here)."""
+    """Plan on the cpu vendor, then give the context NVIDIA devices and the nvidia vendor's
+    device backend (no GPU here)."""
+    from harness_nvidia.plugin import BACKEND
+
     context = plan(pm, Registry.from_plugins(pm), RunRequest(
         case=case, framework="megatron", vendor="cpu", nproc=nproc, output=tmp_path, **kw))
     devices = DeviceSet(vendor="nvidia", kind="gpu",
                         devices=[DeviceInfo(index=i, name="NVIDIA H200") for i in range(gpus)])
-    return context.model_copy(update={"devices": devices})
+    config = context.config.model_copy(update={"device": BACKEND})
+    return context.model_copy(update={"devices": devices, "config": config})
 
 
 ENV = ExecutionEnv(python="/usr/bin/python3", framework="megatron", framework_version="0.19.2")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_unsupported_reasons(tmp_path):
     from harness.dispatch import HookRouter
@@ -19,4 +21,8 @@ def test_unsupported_reasons(tmp_path):
 
     assert reasons() == []
     assert any("bf16" in r for r in reasons(precision="bf16"))
-    assert any("needs a GPU" in r for r in reasons(precision="fp16"))
+    from harness.errors import UnavailableError
+
+    # The cpu vendor's device backend declares no fp16: refused when the run is planned.
+    with pytest.raises(UnavailableError, match="vendor 'cpu' has no fp16"):
+        reasons(precision="fp16")

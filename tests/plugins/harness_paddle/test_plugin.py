@@ -60,5 +60,9 @@ def test_unsupported_reasons(tmp_path):
         return HookRouter(pm, registry).unsupported_reasons(plan(pm, registry, request))
 
     assert reasons() == [] and reasons(precision="bf16") == []
-    assert any("needs a GPU" in r for r in reasons(precision="fp16"))
+    from harness.errors import UnavailableError
+
+    # The cpu vendor's device backend declares no fp16: refused when the run is planned.
+    with pytest.raises(UnavailableError, match="vendor 'cpu' has no fp16"):
+        reasons(precision="fp16")
     assert any("need GPUs" in r for r in reasons(nproc=2, set_pairs=["tensor_parallel_degree=2"]))
