@@ -54,9 +54,41 @@ def readable_metavar(param) -> str | None:
     return name.upper()
 
 
+def _plain_argument(argument) -> None:
+    """An argument shows its name alone: ``RUN_ID`` in the usage line (``[RUN_ID]`` when
+    optional) and no ``<str>`` type beside it in the panel (typer 0.2x shows ``{RUN_ID}``)."""
+    name = argument.metavar or (argument.name or "value").upper()
+    argument.metavar = name
+    shown = name if argument.required else f"[{name}]"
+    if argument.nargs != 1:
+        shown += "..."
+    argument._usage_display_name = lambda: shown
+    argument.display_type_rich = lambda ctx: None
+
+
+def _plain_help_option(command) -> None:
+    """``--help`` is a flag: no ``<bool>`` placeholder beside it."""
+    make = getattr(command, "get_help_option", None)
+    if make is None or getattr(make, "_readable", False):
+        return
+
+    def get_help_option(ctx):
+        option = make(ctx)
+        if option is not None and getattr(option, "metavar", "") is None and hasattr(option, "type_descriptor"):
+            option.metavar = ""
+        return option
+
+    get_help_option._readable = True
+    command.get_help_option = get_help_option
+
+
 def apply_readable_metavars(command) -> None:
     """Give every parameter of ``command`` and its subcommands a readable metavar."""
+    _plain_help_option(command)
     for param in getattr(command, "params", []):
+        if getattr(param, "param_type_name", "") == "argument" and hasattr(param, "type_descriptor"):
+            _plain_argument(param)
+            continue
         if getattr(param, "metavar", "") is None:
             metavar = readable_metavar(param)
             if metavar is not None and not (metavar == "" and not hasattr(param, "type_descriptor")):

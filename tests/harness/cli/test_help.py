@@ -60,3 +60,23 @@ def test_readable_metavar_by_shape():
     assert readable_metavar(Flag()) == ""
     assert readable_metavar(ClickLikeChoice()) is None
     assert readable_metavar(ClickLikeInt()) == "N"
+
+
+def _command_paths(group, prefix=()):
+    for name, command in sorted((getattr(group, "commands", None) or {}).items()):
+        yield (*prefix, name)
+        yield from _command_paths(command, (*prefix, name))
+
+
+def test_no_help_page_shows_a_python_type_or_braces_as_a_placeholder():
+    import typer.main
+
+    root = typer.main.get_command(build_app())
+    paths = list(_command_paths(root))
+    assert ("results", "show") in paths and ("compare",) in paths
+    for path in paths:
+        text = invoke(*path, "-h")
+        placeholders = re.findall(r"<(?:str|bool|int|float|path|list\[[a-z]+\])>|\{[A-Z_]+\}", text)
+        assert placeholders == [], f"harness {' '.join(path)} -h shows {placeholders}"
+    assert "Usage: root results show [OPTIONS] RUN_ID" in invoke("results", "show", "-h") or \
+        "results show [OPTIONS] RUN_ID" in invoke("results", "show", "-h")
