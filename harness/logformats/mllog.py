@@ -37,8 +37,11 @@ Google's TF2 BERT blocks count training steps in ``epoch_count``: there a block'
 ``epoch_count * global_batch_size``.
 
 Some submissions print the framework's own figure outside the MLLOG lines, e.g. NVIDIA's BERT
-``{'e2e_time': 1195.3, 'training_sequences_per_second': 2541.1, ...}``; it is the
-``framework`` method's figure, and its field is named.
+``{'e2e_time': 1195.3, 'training_sequences_per_second': 2541.1, ...}`` or HugeCTR's DLRM
+``Hit target accuracy AUC 0.8025 at 68274/75868 iterations ... Average speed 36658058.25
+records/s.``; it is the ``framework`` method's figure, and its field is named. HugeCTR's
+submissions also print the same ``tracked_stats`` entry twice; a repeated entry (same step, same
+throughput) is one record.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ _LEGACY_LINE = re.compile(r":::MLL ([\d.]+) (\w+): (\{.*\})")
 _FRAMEWORK_FIGURE = re.compile(
     r"['\"]?(training_sequences_per_second|training_samples_per_second|samples_per_second|"
     r"throughput|avg_exp_per_second)['\"]?\s*[:=]\s*([\d.]+(?:[eE][-+]?\d+)?)")
+_AVERAGE_SPEED = re.compile(r"Average speed ([\d.]+(?:[eE][-+]?\d+)?) records/s")
 
 
 class MLLogParser(RecordingParser):
@@ -72,6 +76,7 @@ class MLLogParser(RecordingParser):
         self._total_samples: float | None = None
         self._last_loss: float | None = None
         self._tracked = False
+        self._tracked_seen: set[tuple[Any, float]] = set()  # (step, throughput) already recorded
         self._run_start: float | None = None
         self._run_stop: float | None = None
         self._epochs: list[tuple[float, float, dict]] = []  # (start_ms, stop_ms, metadata)
@@ -102,6 +107,11 @@ class MLLogParser(RecordingParser):
                 if match:
                     self.framework_reported = float(match.group(2))
                     self.meta["framework_field"] = match.group(1)
+            elif "Average speed" in line:
+                match = _AVERAGE_SPEED.search(line)
+                if match:
+                    self.framework_reported = float(match.group(1))
+                    self.meta["framework_field"] = "Average speed"
             self.check_failure(line)
             return None
         entry = self.marked_json(line, MARKER)
@@ -176,6 +186,10 @@ class MLLogParser(RecordingParser):
             return None
         self._tracked = True
         step = metadata.get("step", metadata.get("epoch_num"))
+        seen = (step if isinstance(step, (int, float, str)) else repr(step), float(throughput))
+        if seen in self._tracked_seen:
+            return None  # the same entry printed again (HugeCTR's DLRM logs repeat it)
+        self._tracked_seen.add(seen)
         return self.record(step=int(step) if isinstance(step, (int, float)) else None,
                            throughput=float(throughput),
                            loss=float(loss) if isinstance(loss, (int, float)) else self._last_loss)

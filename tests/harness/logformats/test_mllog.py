@@ -46,3 +46,18 @@ def test_epoch_intervals_become_steps_and_aborted_run_fails(tmp_path):
 def test_detection():
     assert MLLogFormat().detect(mllog("run_start"))
     assert not MLLogFormat().detect("MLLOG is a library\n")
+
+
+def test_hugectr_average_speed_is_the_framework_figure_and_repeated_entries_count_once(tmp_path):
+    """HugeCTR DLRM submissions print 'Average speed N records/s.' and repeat tracked_stats."""
+    stats = mllog("tracked_stats", {"throughput": 36658058.25}, time_ms=9_000, step=0.8999)
+    text = (mllog("run_start", time_ms=1_000, event_type="INTERVAL_START") + stats
+            + "Hit target accuracy AUC 0.802500 at 68274/75868 iterations with batchsize 55296 in "
+              "102.99 s. Average speed 36658058.25 records/s.\n"
+            + mllog("run_stop", time_ms=8_000, event_type="INTERVAL_END", status="success") + stats)
+    path = tmp_path / "result_1.txt"
+    path.write_text(text)
+    parsed = MLLogFormat().parse_file(path)
+    assert [s.throughput for s in parsed.steps] == [36658058.25]
+    assert parsed.framework_reported == 36658058.25
+    assert parsed.meta["framework_field"] == "Average speed"

@@ -28,6 +28,8 @@ SAMPLES = {
     "dllogger_tf_bert": "DLL 2023-08-01 03:13:22.663597 - Iteration: 3  throughput_train : 1239.665 sequences/s "
                         "total_loss : 11.2 \n",
     "tensorflow_dle": "DLL 2022-11-24 03:57:01.741126 - (0, 200) total_ips : 417.7218198532487 \n",
+    "deepspeed": "[2022-11-22 10:03:37,042] [INFO] [timer.py:198:stop] 0/200, RunningAvgSamplesPerSec=90.3, "
+                 "CurrSamplesPerSec=82.7, MemAllocated=0.72GB, MaxMemAllocated=7.0GB\n",
 }
 PREAMBLE = "".join(f"setting up {i}: ips: none, loss: fine, speed: ok\n" for i in range(50))
 
