@@ -20,7 +20,10 @@ from harness.models.launch import DatasetInfo, RunStatus
 from harness.models.result import (
     EnvironmentFingerprint, LogSummary, Provenance, RepeatResult, StepTimeStats, Throughput,
 )
-from harness.stats import after_warmup, mean_after_warmup, spread, step_time_stats, total_work_rate
+from harness.stats import (
+    after_warmup, first_record_after_warmup, mean_after_warmup, spread, step_time_stats,
+    total_work_rate,
+)
 
 #: ``Throughput.method`` of the rule ``harness run`` applies to every repeat.
 RUN_METHOD = "mean-after-warmup"
@@ -50,11 +53,17 @@ def repeat_figures(reading: LogReading | None, skip_steps: int) -> RepeatFigures
     if reading is None:
         return RepeatFigures(None, None, None)
     summary = reading.summary
-    measured = spread(after_warmup(summary.throughput, skip_steps))
-    return RepeatFigures(final=mean_after_warmup(summary.throughput, skip_steps),
+    # skip_steps counts training iterations: a log that prints every N iterations skips the
+    # records that end inside the warm-up, not skip_steps records.
+    skip = skip_steps
+    if len(summary.throughput_steps) == len(summary.throughput):
+        skip = first_record_after_warmup(summary.throughput_steps, skip_steps)
+    step_skip = skip if len(summary.step_time) == len(summary.throughput) else skip_steps
+    measured = spread(after_warmup(summary.throughput, skip))
+    return RepeatFigures(final=mean_after_warmup(summary.throughput, skip),
                          median=measured.median if measured else None,
-                         step_time=step_time_stats(summary.step_time, skip_steps),
-                         total_work=total_work_rate(summary.throughput, summary.step_time, skip_steps))
+                         step_time=step_time_stats(summary.step_time, step_skip),
+                         total_work=total_work_rate(summary.throughput, summary.step_time, skip))
 
 
 def log_verdict(status: RunStatus, reason: str | None, reading: LogReading | None,

@@ -39,6 +39,14 @@ def test_repeat_figures_skip_the_warm_up():
     assert repeat_figures(None, 1).final is None
 
 
+def test_repeat_figures_count_the_warm_up_in_iterations_not_records():
+    """A log printing every 10 iterations with a 10-iteration warm-up drops one record."""
+    steps = [StepRecord(step=10 * i, throughput=t, step_time_s=1.0 / t)
+             for i, t in enumerate((1.0, 20.0, 30.0, 40.0), start=1)]
+    figures = repeat_figures(reading_of(ParsedLog(format="f", steps=steps)), skip_steps=10)
+    assert figures.final == pytest.approx(30.0) and figures.step_time.n == 3
+
+
 def test_peak_memory_falls_back_to_the_steps():
     assert log_peak_memory(_reading(memory_bytes=5)) == 5
     parsed = ParsedLog(format="f", steps=[StepRecord(step=1, memory_bytes=5)], peak_memory_bytes=9)
