@@ -14,7 +14,7 @@ import typer
 
 from harness.errors import UserInputError
 from harness.models.config import Precision, RunMode, Scale
-from harness.models.context import EnvMode
+from harness.models.context import EnvMode, Launcher
 from harness.models.launch import RunStatus
 
 
@@ -27,6 +27,7 @@ PrecisionChoice = literal_choices("PrecisionChoice", Precision)
 ScaleChoice = literal_choices("ScaleChoice", Scale)
 RunModeChoice = literal_choices("RunModeChoice", RunMode)
 EnvChoice = literal_choices("EnvChoice", EnvMode)
+LauncherChoice = literal_choices("LauncherChoice", Launcher)
 StatusChoice = literal_choices("StatusChoice", RunStatus)
 
 PRECISIONS: tuple[str, ...] = get_args(Precision)

@@ -6,8 +6,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from harness.cli.options import (DEFAULT_OUTPUT, DataDirOption, EnvChoice, EnvOption, OutputOption,
-                                 PrecisionChoice, RunModeChoice, ScaleChoice, SetOption,
+from harness.cli.options import (DEFAULT_OUTPUT, DataDirOption, EnvChoice, EnvOption,
+                                 LauncherChoice, OutputOption, PrecisionChoice, RunModeChoice, ScaleChoice, SetOption,
                                  ShowLogOption)
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
@@ -36,6 +36,10 @@ def register(app: typer.Typer, state) -> None:
         node_rank: Annotated[Optional[int], typer.Option(
             min=0, help="Multi-node: this node's rank, 0 to nnodes-1 (default: NODE_RANK, then "
                         "SLURM_NODEID).")] = None,
+        launcher: Annotated[LauncherChoice, typer.Option(help=(
+            "local: you start the same command on every node. slurm: inside a Slurm job, one "
+            "srun task per node; job id, node rank, node count and MASTER_ADDR come from Slurm "
+            "(`harness slurm script` writes the sbatch script)."))] = LauncherChoice.local,
         batch_size: Annotated[Optional[int], typer.Option(min=1, help="Micro batch size per process.")] = None,
         precision: Annotated[Optional[PrecisionChoice], typer.Option(help="Training precision.")] = None,
         max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps.")] = None,
@@ -60,7 +64,7 @@ def register(app: typer.Typer, state) -> None:
             batch_size=batch_size, precision=precision.value if precision else None,
             max_steps=max_steps, set_pairs=list(set_ or []), repeat=repeat, output=output,
             data_dir=data_dir, env_mode=env.value, hardware_config=hardware_config,
-            job_id=job_id, node_rank=node_rank,
+            job_id=job_id, node_rank=node_rank, launcher=launcher.value,
         )
         pm, registry = state.plugin_manager(), state.registry()
         context = plan(pm, registry, request)
@@ -76,6 +80,8 @@ def register(app: typer.Typer, state) -> None:
             typer.echo(report.result.model_dump_json(indent=2))
         else:
             print_summary(report)
+        if report.note:
+            typer.echo(f"warning: {report.note}", err=True)
         if report.result.status == "interrupted":
             raise typer.Exit(EXIT_INTERRUPTED)
         if report.result.status == "terminated":

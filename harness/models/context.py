@@ -14,6 +14,8 @@ from harness.models.memory import MemoryEstimate
 
 #: auto: the framework plugin's environment (maybe an isolated one); current: this interpreter.
 EnvMode = Literal["auto", "current"]
+#: local: the user starts the same command on every node; slurm: one srun task per node.
+Launcher = Literal["local", "slurm"]
 
 
 class RunContext(BaseModel):
@@ -41,6 +43,12 @@ class RunContext(BaseModel):
     job_id: str | None = Field(
         None, description="Multi-node runs: the id every node of the job shares (its rendezvous id).")
     node_rank: int = Field(0, ge=0, description="Multi-node runs: this node's rank; node 0 records the job's result.")
+    rendezvous_endpoint: str | None = Field(
+        None, description="Multi-node runs: 'host:port' where the job's processes meet "
+                          "(MASTER_ADDR, MASTER_PORT or a port derived from the job id).")
+    launcher: Launcher = Field("local", description=(
+        "How the nodes were started: 'local' (the same command on every node), 'slurm' (one "
+        "srun task per node; identity from Slurm's variables)."))
 
     @property
     def framework(self) -> str:

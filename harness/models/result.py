@@ -80,6 +80,30 @@ class LogSummary(BaseModel):
     truncated: bool = Field(False, description="The log ends mid-line or lacks its format's end-of-run marker.")
 
 
+class NodeRecord(BaseModel):
+    """One node of a multi-node job: how its processes ended and a digest of its log. Nodes
+    other than node 0 write it as ``node.json`` and send it to node 0, whose result lists them."""
+
+    job_id: str
+    job_run_id: str = Field(description="The run id of the job's result (node 0's run folder).")
+    node_rank: int = Field(ge=0)
+    nnodes: int = Field(ge=1)
+    host: str = Field(description="The node's host name, scrubbed (``<host>``).")
+    host_digest: str | None = Field(
+        None, description="First 12 hex digits of the sha256 of the host name: tells nodes apart "
+                          "without naming them.")
+    status: RunStatus | Literal["missing"] = Field(
+        description="How the node's launch ended; 'missing': no record reached node 0 in time.")
+    exit_code: int | None = None
+    reason: str | None = Field(None, description="Why the node failed, naming failed ranks when the "
+                                                 "launcher's log says which.")
+    failed_ranks: list[str] = Field(default_factory=list, description=(
+        "Processes that failed on this node, as the launcher reported them, e.g. "
+        "'rank 1 (local rank 0): exit code -9, Signal 9 (SIGKILL)'."))
+    log_file: str | None = None
+    log_sha256: str | None = None
+
+
 class EnvironmentFingerprint(BaseModel):
     harness_version: str
     harness_git_sha: str | None = Field(
@@ -162,6 +186,9 @@ class BenchmarkResult(BaseModel):
         default_factory=dict, description="Vendor measurements: NVML peak memory, power, energy."
     )
     repeats: list[RepeatResult] = Field(default_factory=list)
+    job_id: str | None = Field(None, description="Multi-node jobs: the id every node shared.")
+    nodes: list[NodeRecord] = Field(
+        default_factory=list, description="Multi-node jobs: every node's record (node 0's own first).")
     status: RunStatus
     failure_reason: str | None = None
     modified: list[str] = Field(

@@ -16,13 +16,13 @@ from harness.config_resolution import parse_set_pairs, resolve_config
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError, StorageError, UnavailableError, UserInputError
 from harness.fingerprint import environment_fingerprint
-from harness.launch import job_identity
+from harness.launch import job_identity, rendezvous_endpoint, slurm_identity, split_endpoint
 from harness.logparse.summary import LogReading, reading_of, stream_log
 from harness.models import (
     BenchmarkResult, DeviceSet, ParsedLog, ProcessOutcome, ResolvedConfig, VendorSpec,
 )
-from harness.models.context import RunContext
-from harness.models.result import RepeatResult
+from harness.models.context import Launcher, RunContext
+from harness.models.result import NodeRecord, RepeatResult
 from harness.provenance import code_digests, run_provenance
 from harness.readback import ReadbackCheck, check_log
 from harness.registry import Registry
@@ -67,6 +67,7 @@ class RunRequest:
     hardware_config: str | None = None
     job_id: str | None = None  # multi-node: shared by every node (else HARNESS_JOB_ID, SLURM_JOB_ID)
     node_rank: int | None = None  # multi-node: this node's (else NODE_RANK, SLURM_NODEID)
+    launcher: Launcher = "local"  # slurm: one srun task per node, identity from Slurm's variables
 
 
 @dataclass
@@ -74,6 +75,7 @@ class RunReport:
     result: BenchmarkResult
     run_dir: Path
     legacy_path: Path
+    note: str | None = None  # something the user should know that the result does not say
 
 
 def _utcnow() -> datetime:
@@ -98,6 +100,12 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
 
     nproc, nproc_source = _plan_nproc(request, parsed.nproc, case, devices)
     nnodes, nnodes_source = request.nnodes or parsed.nnodes, "cli"
+    slurm = slurm_identity(request.job_id, request.node_rank) if request.launcher == "slurm" else None
+    if slurm is not None:  # the step's node count is the job's
+        if nnodes is not None and nnodes != slurm.nnodes:
+            raise UserInputError(f"--nnodes {nnodes} contradicts the Slurm step's {slurm.nnodes} "
+                                 "node(s); leave --nnodes out under --launcher slurm")
+        nnodes, nnodes_source = slurm.nnodes, "slurm"
     if nnodes is None:
         nnodes, nnodes_source = int(case.settings.get("nnodes", 1)), None  # a case may fix it
     # The case string's repeat field counts unless --repeat was given.
@@ -126,8 +134,10 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
               *router.case_owners(case, "dataset"), *router.case_owners(case, "model")}
     vendor_config_path = vendor_config.path if vendor_config is not None else None
     config = config.model_copy(update={"code": code_digests(pm, owners, vendor_config_path)})
-    job_id, node_rank = job_identity(request.job_id, request.node_rank,
-                                     config.settings.nnodes)
+    identity = slurm or job_identity(request.job_id, request.node_rank, config.settings.nnodes)
+    job_id, node_rank = identity.job_id, identity.node_rank
+    endpoint = (rendezvous_endpoint(job_id, identity.master_addr)
+                if config.settings.nnodes > 1 and job_id else None)
     if config.settings.nnodes > 1:
         # The job's id names its result, the same on every node; node 0 records the result,
         # the others a node record in a folder of their own.
@@ -150,6 +160,8 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         repeats=repeats,
         job_id=job_id,
         node_rank=node_rank,
+        rendezvous_endpoint=endpoint,
+        launcher=request.launcher,
     )
     from harness.memory_planner import fit_to_memory
 
@@ -286,35 +298,51 @@ def execute(
         try:
             run_dir.mkdir(parents=True, exist_ok=False)
         except FileExistsError:
-            raise UserInputError(f"run folder {run_dir} already exists; nothing was overwritten") from None
+            raise UserInputError(_folder_exists_message(context)) from None
         except OSError as exc:
             raise StorageError(f"could not create the run folder {run_dir}: {exc.strerror or exc}") from None
         attempt = _Attempt(started=_utcnow())
+        collector = _start_collector(context)
         try:
-            atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
-            _run_repeats(pm, registry, context, observer, attempt)
-        except HarnessError as exc:
-            if not attempt.launched:
-                shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no half run folder
-                raise
-            attempt.fail("failed", f"{attempt.stage} failed: {exc}")
-        except KeyboardInterrupt:
-            attempt.fail("interrupted", f"interrupted by the user (SIGINT) during {attempt.stage}")
-        except Terminated as exc:
-            attempt.fail("terminated", f"{exc} during {attempt.stage}")
-        except OSError as exc:  # a full disk or a missing file while preparing the run
-            where = f": {exc.filename}" if exc.filename else ""
-            attempt.fail("failed", f"{attempt.stage} failed: {exc.strerror or exc}{where}")
+            try:
+                atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
+                _run_repeats(pm, registry, context, observer, attempt)
+            except HarnessError as exc:
+                if not attempt.launched:
+                    shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no half run folder
+                    raise
+                attempt.fail("failed", f"{attempt.stage} failed: {exc}")
+            except KeyboardInterrupt:
+                attempt.fail("interrupted", f"interrupted by the user (SIGINT) during {attempt.stage}")
+            except Terminated as exc:
+                attempt.fail("terminated", f"{exc} during {attempt.stage}")
+            except OSError as exc:  # a full disk or a missing file while preparing the run
+                where = f": {exc.filename}" if exc.filename else ""
+                attempt.fail("failed", f"{attempt.stage} failed: {exc.strerror or exc}{where}")
+            nodes = _gather_nodes(context, attempt, collector) if collector else []
+        finally:
+            if collector is not None:
+                collector.close()
         # Whatever signals arrive now, the result is written; a stop signal that came while
         # the run was already stopping means nothing more.
         with deferred_signals() as held:
             if context.node_rank:
                 report = _record_node(context, attempt)
             else:
-                report = _record(registry, context, request, attempt)
+                report = _record(registry, context, request, attempt, nodes)
         if held and report.result.status not in ("interrupted", "terminated"):
             raise_for(held[0])
+        if context.node_rank and context.rendezvous_endpoint:
+            report.note = _send_record(context, report)
         return report
+
+
+def _folder_exists_message(context: RunContext) -> str:
+    if context.config.settings.nnodes > 1:
+        return (f"job {context.job_id!r} already has a run folder {context.run_dir}: a job id names "
+                "one job, so each run of a multi-node job needs a new --job-id (or HARNESS_JOB_ID) "
+                "on every node; nothing was overwritten")
+    return f"run folder {context.run_dir} already exists; nothing was overwritten"
 
 
 @dataclass
@@ -408,39 +436,97 @@ def _run_repeats(pm, registry, context: RunContext, observer: RunObserver,
 NODE_RECORD = "node.json"
 
 
-def _record_node(context: RunContext, attempt: _Attempt) -> RunReport:
-    """A node other than node 0 of a multi-node job: its processes' outcome, not a result
-    (the training figures are node 0's); a node record pointing at the job's result."""
+def _node_record(context: RunContext, attempt: _Attempt) -> NodeRecord:
+    """This node's part of a multi-node job: how its launch ended (naming the ranks the
+    launcher says failed), its scrubbed host name and a digest of its log."""
     import hashlib
-    import json
     import socket
 
+    from harness.launch import torchrun_failed_ranks
     from harness.runner.scrub import scrub_line
 
     outcome = attempt.outcomes[-1] if attempt.outcomes else None
-    status = attempt.status or (outcome.status if outcome else "failed")
-    if outcome is not None and status == "failed" and outcome.status == "success":
-        status = "success"  # no iteration lines here is normal: rank 0 logs them
-    log = context.run_dir / "train.log"
-    record = {
-        "job_id": context.job_id,
-        "job_run_id": context.run_id.rsplit(".node", 1)[0],
-        "node_rank": context.node_rank,
-        "nnodes": context.config.settings.nnodes,
-        "host": scrub_line(socket.gethostname()),
-        "status": status,
-        "exit_code": outcome.exit_code if outcome else None,
-        "reason": None if status == "success" else (outcome.reason if outcome and outcome.reason
-                                                    else attempt.reason),
-        "log_file": log.name,
-        "log_sha256": hashlib.sha256(log.read_bytes()).hexdigest() if log.exists() else None,
-    }
+    status = outcome.status if outcome else (attempt.status or "failed")
+    if context.node_rank and attempt.status and status == "success":
+        status = attempt.status  # something after the launch failed on this node
+    log = context.run_dir / ("train.log" if len(attempt.outcomes) <= 1
+                             else f"train.r{len(attempt.outcomes)}.log")
+    digest, failed_ranks = None, []
+    if log.exists():
+        data = log.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        failed_ranks = torchrun_failed_ranks(data[-64 * 1024:].decode("utf-8", "replace").splitlines())
+    host = socket.gethostname()
+    reason = None
+    if status != "success":
+        reason = outcome.reason if outcome and outcome.reason else attempt.reason
+        if failed_ranks:
+            reason = f"{'; '.join(failed_ranks)}; {reason}" if reason else "; ".join(failed_ranks)
+    return NodeRecord(
+        job_id=context.job_id or "", job_run_id=context.run_id.rsplit(".node", 1)[0],
+        node_rank=context.node_rank, nnodes=context.config.settings.nnodes,
+        host=scrub_line(host), host_digest=hashlib.sha256(host.encode()).hexdigest()[:12],
+        status=status, exit_code=outcome.exit_code if outcome else None, reason=reason,
+        failed_ranks=failed_ranks, log_file=log.name if log.exists() else None, log_sha256=digest,
+    )
+
+
+def _start_collector(context: RunContext):
+    """Node 0 of a multi-node job listens for the other nodes' records (one port above the
+    rendezvous port) while the job runs."""
+    if context.node_rank or not context.rendezvous_endpoint or not context.job_id:
+        return None
+    from harness.runner.node_exchange import NodeRecordCollector
+
+    _, port = split_endpoint(context.rendezvous_endpoint)
+    collector = NodeRecordCollector(context.job_id, context.config.settings.nnodes, port + 1)
+    collector.start()
+    return collector
+
+
+def _gather_nodes(context: RunContext, attempt: _Attempt, collector) -> list[NodeRecord]:
+    """Node 0's record and the other nodes' (waiting a bounded grace for the missing ones; not
+    at all when the user stopped the run); a node that sent none is listed as missing."""
+    from harness.runner.node_exchange import RECORD_GRACE_S
+
+    grace = 0.0 if attempt.status in ("interrupted", "terminated") else RECORD_GRACE_S
     try:
-        atomic_write_text(context.run_dir / NODE_RECORD, json.dumps(record, indent=1) + "\n")
+        received = collector.wait(grace)
+    except KeyboardInterrupt:
+        attempt.fail("interrupted", "interrupted by the user (SIGINT) while gathering node records")
+        received = dict(collector.records)
+    except Terminated as exc:
+        attempt.fail("terminated", f"{exc} while gathering node records")
+        received = dict(collector.records)
+    nodes = [_node_record(context, attempt)]
+    for rank in range(1, context.config.settings.nnodes):
+        nodes.append(received.get(rank) or NodeRecord(
+            job_id=context.job_id or "", job_run_id=context.run_id, node_rank=rank,
+            nnodes=context.config.settings.nnodes, host="<unknown>", status="missing",
+            reason=collector.problem or f"no node record reached node 0 within {grace:g} s "
+                                        "after its launch ended"))
+    return nodes
+
+
+def _send_record(context: RunContext, report: RunReport) -> str | None:
+    from harness.runner.node_exchange import send_node_record
+
+    host, port = split_endpoint(context.rendezvous_endpoint or "")
+    record = NodeRecord.model_validate_json((report.run_dir / NODE_RECORD).read_text())
+    problem = send_node_record(record, host, port + 1)
+    return f"node record not delivered to node 0: {problem}" if problem else None
+
+
+def _record_node(context: RunContext, attempt: _Attempt) -> RunReport:
+    """A node other than node 0 of a multi-node job: its processes' outcome, not a result
+    (the training figures are node 0's); a node record pointing at the job's result."""
+    record = _node_record(context, attempt)
+    try:
+        atomic_write_text(context.run_dir / NODE_RECORD, record.model_dump_json(indent=1) + "\n")
     except OSError as exc:
         raise StorageError(f"could not write the node record in {context.run_dir}: "
                            f"{exc.strerror or exc}") from None
-    result = _node_result(context, attempt, status, record["reason"])
+    result = _node_result(context, attempt, record.status, record.reason)
     return RunReport(result=result, run_dir=context.run_dir, legacy_path=context.run_dir / NODE_RECORD)
 
 
@@ -458,7 +544,7 @@ def _node_result(context: RunContext, attempt: _Attempt, status: str, reason: st
 
 
 def _record(registry: Registry, context: RunContext, request: RunRequest,
-            attempt: _Attempt) -> RunReport:
+            attempt: _Attempt, nodes: list[NodeRecord] | None = None) -> RunReport:
     """Build the result and write it to the run folder and the database; each write is tried
     even when another failed (a full disk), and what failed is one StorageError."""
     settings = context.config.settings
@@ -466,6 +552,13 @@ def _record(registry: Registry, context: RunContext, request: RunRequest,
     status = attempt.status or next((r.status for r in repeats if r.status != "success"), "success")
     if not repeats and status == "success":  # nothing ran and nothing said why
         status, attempt.reason = "failed", "no repeat ran"
+    failed_nodes = [n for n in nodes or [] if n.node_rank and n.status not in ("success", "missing")]
+    if failed_nodes:  # the other nodes' failures first: they are usually the cause
+        named = "; ".join(f"node {n.node_rank} ({n.status}): {n.reason or 'no reason given'}"
+                          for n in failed_nodes)
+        attempt.reason = f"{named}; node 0: {attempt.reason}" if attempt.reason else named
+        if status == "success":
+            status = "failed"
     result = build_result(
         run_id=context.run_id, config=context.config, reading=attempt.first,
         log_format=repeats[0].log_format if repeats else None,
@@ -487,6 +580,7 @@ def _record(registry: Registry, context: RunContext, request: RunRequest,
     if attempt.efficiency_router is not None and attempt.env is not None:
         result.efficiency = _efficiency(attempt.efficiency_router, context, result)
     result.memory_estimate = context.memory_estimate
+    result.job_id, result.nodes = context.job_id, list(nodes or [])
     run_dir = context.run_dir
     problems: list[str] = []
     legacy_path = run_dir / "index"

@@ -14,7 +14,6 @@ from harness import hookimpl
 from harness.envs import EnvSpec
 from harness.envs.prepare import current_env, isolated_env
 from harness.errors import UnavailableError
-from harness.launch import rendezvous_endpoint
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
@@ -129,7 +128,7 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
         argv = [env.python, *launcher, "--nproc_per_node", str(settings.nproc),
                 "--log_dir", str(context.run_dir / "paddle_launch")]
         if settings.nnodes > 1:
-            argv += ["--nnodes", str(settings.nnodes), "--master", rendezvous_endpoint(),
+            argv += ["--nnodes", str(settings.nnodes), "--master", str(context.rendezvous_endpoint),
                      "--rank", str(context.node_rank), "--job_id", str(context.job_id)]
         argv += script_args
     variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
