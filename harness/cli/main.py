@@ -57,6 +57,8 @@ def build_app(pm=None) -> typer.Typer:
     report_cli.register(app, state)
     from harness.cli import compare as compare_cli
     compare_cli.register(app, state)
+    from harness.cli import slurm as slurm_cli
+    slurm_cli.register(app, state)
     state.plugin_manager().hook.register_commands(cli=app)
     return app
 
