@@ -129,7 +129,9 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
                 "--log_dir", str(context.run_dir / "paddle_launch")]
         if settings.nnodes > 1:
             argv += ["--nnodes", str(settings.nnodes), "--master", str(context.rendezvous_endpoint),
-                     "--rank", str(context.node_rank), "--job_id", str(context.job_id)]
+                     "--rank", str(context.node_rank), "--job_id", str(context.job_id),
+                     # like torchrun's: a lost rank ends the job on every node, no restarts
+                     "--max_restart", "0"]
         argv += script_args
     variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,

@@ -72,3 +72,33 @@ def test_fp16_on_cpu_is_refused(harness_cli):
                        "--framework", "paddle", "--precision", "fp16", "--max-steps", "2")
     # The cpu vendor's device backend declares no fp16: refused before launch, one line.
     assert proc.returncode == 2 and "vendor 'cpu' has no fp16" in proc.stderr
+
+
+def test_gpt_two_nodes_on_localhost_are_one_job(framework_cache, tmp_path):
+    """paddle.distributed.launch across two nodes on one host (--master, --nnodes, --rank):
+    one job result on node 0 that lists both nodes, every node exits 0."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import uuid
+
+    job = f"pd-{uuid.uuid4().hex[:8]}"
+    env = {k: v for k, v in os.environ.items() if k not in ("MASTER_PORT", "HARNESS_BLOCK_PLUGINS")}
+    env.update(MASTER_ADDR="127.0.0.1", HARNESS_CACHE_DIR=str(framework_cache), PYTHONUNBUFFERED="1")
+    nodes = [subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--vendor", "cpu", "--scale", "smoke", "--case",
+         "gpt3_125M", "--framework", "paddle", "--nproc", "1", "--nnodes", "2", "--max-steps", "4",
+         "--job-id", job, "--node-rank", str(rank), "--output", str(tmp_path / f"node{rank}")],
+        env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        for rank in (0, 1)]
+    outputs = [node.communicate(timeout=900)[0] for node in nodes]
+    assert [node.returncode for node in nodes] == [0, 0], [o[-3000:] for o in outputs]
+    run_dir = tmp_path / "node0" / f"{job}-gpt3_125M-paddle-cpu"
+    result = json.loads((run_dir / "result.json").read_text())
+    assert result["status"] == "success" and result["nnodes"] == 2 and result["steps_completed"] == 4
+    assert result["global_batch_size"] == 2 * result["micro_batch_size"]  # one rank per node
+    assert result["loss_final"] < result["loss_first"]
+    assert [(n["node_rank"], n["status"]) for n in result["nodes"]] == [(0, "success"), (1, "success")]
+    launch_log = (run_dir / "train.log").read_text()
+    assert "nnodes: 2" in launch_log and f"Job: {job}, mode collective, replicas 2[2:2]" in launch_log
