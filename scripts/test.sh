@@ -12,4 +12,9 @@ python3 -m pip install --quiet 'setuptools>=68'
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
   (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "warning: chromium not installed; browser tests will skip"
 fi
+# A one-node Slurm cluster (slurmctld, slurmd, munged) runs on localhost in the slow Slurm test.
+if ! command -v slurmctld >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurm-wlm munge >/dev/null) \
+    || echo "warning: slurm-wlm/munge not installed; the Slurm test will skip"
+fi
 python3 -m pytest "$@"
