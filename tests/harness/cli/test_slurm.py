@@ -95,3 +95,16 @@ def test_sbatch_job_of_two_tasks_on_one_node_records_one_result(local_slurm, tmp
     assert result["status"] == "success" and result["job_id"] == job_id
     assert result["nproc"] == 2 and result["nnodes"] == 1 and result["steps_completed"] == 6
     assert result["config"]["sources"].get("nproc") == "cli"
+
+
+@pytest.mark.slow
+def test_a_node_reads_its_identity_from_a_real_srun_step(local_slurm, tmp_path):
+    code = ("from harness.launch import first_slurm_host, slurm_identity; import os; "
+            "i = slurm_identity(None, None); "
+            "print(i.job_id == os.environ['SLURM_JOB_ID'], i.node_rank, i.nnodes, "
+            "first_slurm_host(os.environ['SLURM_JOB_NODELIST']))")
+    proc = subprocess.run(["srun", "--nodes=1", "--ntasks-per-node=1", sys.executable, "-c", code],
+                          cwd=tmp_path, env=local_slurm.env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["True", "0", "1", local_slurm.node]

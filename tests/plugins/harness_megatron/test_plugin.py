@@ -77,10 +77,13 @@ def test_argv_multi_node_needs_master_addr(pm, tmp_path, monkeypatch):
     with pytest.raises(UserInputError, match="MASTER_ADDR"):  # found when the run is planned
         gpu_context(pm, tmp_path, "DP_16x1x1_32_1536x16")
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
+    monkeypatch.delenv("MASTER_PORT", raising=False)
     context = gpu_context(pm, tmp_path, "DP_16x1x1_32_1536x16")
     assert context.config.settings.nnodes == 2
     argv = plugin.run(context=context, env=ENV, dataset=DATA).argv
-    assert "--nnodes=2" in argv and "--rdzv-endpoint=10.0.0.1:29500" in argv
+    from harness.launch import derived_port
+
+    assert "--nnodes=2" in argv and f"--rdzv-endpoint=10.0.0.1:{derived_port('job-7')}" in argv
     assert "--rdzv-id=job-7" in argv and "--node-rank=1" in argv and "--max-restarts=0" in argv
     assert "--standalone" not in argv
 
