@@ -122,7 +122,10 @@ def slurm_identity(job_id: str | None, node_rank: int | None) -> JobIdentity:
     if not env.get("SLURM_JOB_ID"):
         raise UserInputError("--launcher slurm runs inside a Slurm allocation (SLURM_JOB_ID is not "
                              "set): submit the script of `harness slurm script` with sbatch")
-    if not env.get("SLURM_STEP_ID") or env.get("SLURM_STEP_ID") == "4294967294":
+    step = env.get("SLURM_STEP_ID", "")
+    # srun sets SLURM_STEP_ID; the batch script has none (or one of Slurm's special step ids,
+    # 0xfffffffa and above: batch, extern, interactive)
+    if not step.isdigit() or int(step) >= 0xFFFFFFFA:
         raise UserInputError("--launcher slurm runs as one srun task per node (this is the batch "
                              "script itself): `srun --ntasks-per-node=1 harness run ... --launcher "
                              "slurm`, as `harness slurm script` writes it")
