@@ -59,6 +59,8 @@ def build_app(pm=None) -> typer.Typer:
     compare_cli.register(app, state)
     from harness.cli import slurm as slurm_cli
     slurm_cli.register(app, state)
+    from harness.cli import certify as certify_cli
+    certify_cli.register(app, state)
     state.plugin_manager().hook.register_commands(cli=app)
     return app
 

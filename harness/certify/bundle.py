@@ -1,0 +1,167 @@
+"""The certification bundle: one ``.tar.gz`` holding a certification folder, its sha256
+manifest and an Ed25519 signature over the manifest.
+
+Layout inside the archive (one top folder, the certification id)::
+
+    certification.json  suite.toml  system.json  report.md  report.html  charts/*.svg
+    runs/<run-id>/...   (train logs, config.json, result.json, index/, monitor.csv, ...)
+    MANIFEST.sha256     "<sha256>  <path>" for every other file, sorted by path
+    SIGNATURE           base64 Ed25519 signature of MANIFEST.sha256 (signed bundles)
+    PUBLIC_KEY          the signer's public key, PEM (signed bundles)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import tarfile
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.certify import signing
+from harness.errors import UserInputError
+
+MANIFEST, SIGNATURE, PUBLIC_KEY = "MANIFEST.sha256", "SIGNATURE", "PUBLIC_KEY"
+_UNLISTED = {MANIFEST, SIGNATURE, PUBLIC_KEY}
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for chunk in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and p.relative_to(folder).as_posix() not in _UNLISTED)
+
+
+def manifest_text(folder: Path) -> str:
+    return "".join(f"{sha256_file(folder / rel)}  {rel}\n" for rel in _files(folder))
+
+
+def write_bundle(folder: Path, out_path: Path, private_key=None) -> Path:
+    """Write MANIFEST (and SIGNATURE, PUBLIC_KEY when a key is given) into ``folder`` and
+    pack it as ``out_path`` (written to a temporary name, then renamed)."""
+    manifest = manifest_text(folder).encode()
+    (folder / MANIFEST).write_bytes(manifest)
+    for name in (SIGNATURE, PUBLIC_KEY):
+        (folder / name).unlink(missing_ok=True)
+    if private_key is not None:
+        (folder / SIGNATURE).write_bytes(signing.sign(private_key, manifest))
+        (folder / PUBLIC_KEY).write_bytes(signing.public_pem_of(private_key))
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    partial = out_path.with_name(out_path.name + ".partial")
+    with tarfile.open(partial, "w:gz") as tar:
+        tar.add(folder, arcname=folder.name)
+    partial.replace(out_path)
+    return out_path
+
+
+def extract_bundle(bundle: Path, into: Path) -> Path:
+    """Unpack safely (regular files and folders only, no absolute or ``..`` paths, one top
+    folder) and return the certification folder. Anything else is not a bundle: exit 2."""
+    if not bundle.is_file():
+        raise UserInputError(f"{bundle} does not exist or is not a file")
+    try:
+        with tarfile.open(bundle, "r:gz") as tar:
+            members = tar.getmembers()
+            tops = set()
+            for member in members:
+                parts = Path(member.name).parts
+                if (member.name.startswith("/") or ".." in parts or not parts
+                        or not (member.isfile() or member.isdir())):
+                    raise UserInputError(f"{bundle} is not a certification bundle "
+                                         f"(unexpected entry {member.name!r})")
+                tops.add(parts[0])
+            if len(tops) != 1:
+                raise UserInputError(f"{bundle} is not a certification bundle (expected one top folder)")
+            tar.extractall(into, filter="data")
+    except (tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as exc:
+        raise UserInputError(f"{bundle} is not a certification bundle (not a readable .tar.gz: "
+                             f"{exc.__class__.__name__})") from None
+    folder = into / tops.pop()
+    if not (folder / MANIFEST).is_file() or not (folder / "certification.json").is_file():
+        raise UserInputError(f"{bundle} is not a certification bundle (no {MANIFEST} or certification.json)")
+    return folder
+
+
+@dataclass
+class IntegrityReport:
+    altered: list[str] = field(default_factory=list)  # "path: why"
+    signed: bool = False
+    signature_ok: bool | None = None
+    key_fingerprint: str | None = None
+    key_pinned: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return not self.altered and self.signature_ok is not False
+
+    def describe(self) -> str:
+        if self.altered:
+            return "altered: " + "; ".join(self.altered[:5]) + (
+                f" (+{len(self.altered) - 5} more)" if len(self.altered) > 5 else "")
+        if not self.signed:
+            return "integrity only: manifest intact, bundle unsigned (no signature to check)"
+        if not self.signature_ok:
+            return f"{SIGNATURE}: signature does not match the manifest for key {self.key_fingerprint}"
+        how = "the given public key" if self.key_pinned else "the key inside the bundle (pass --pubkey to pin it)"
+        return f"manifest intact, signature valid for {how}, fingerprint {self.key_fingerprint}"
+
+
+def check_integrity(folder: Path, public_pem: bytes | None = None) -> IntegrityReport:
+    """Recompute every file's sha256 against the manifest, and the signature."""
+    report = IntegrityReport()
+    listed: dict[str, str] = {}
+    for line in (folder / MANIFEST).read_text(encoding="utf-8", errors="replace").splitlines():
+        digest, sep, rel = line.partition("  ")
+        if not sep:
+            report.altered.append(f"{MANIFEST}: malformed line {line[:60]!r}")
+            continue
+        listed[rel] = digest
+    present = set(_files(folder))
+    for rel in sorted(present - set(listed)):
+        report.altered.append(f"{rel}: not in the manifest")
+    for rel, digest in sorted(listed.items()):
+        if rel not in present:
+            report.altered.append(f"{rel}: listed in the manifest but missing")
+        elif sha256_file(folder / rel) != digest:
+            report.altered.append(f"{rel}: sha256 differs from the manifest")
+    signature = folder / SIGNATURE
+    if signature.is_file():
+        report.signed = True
+        key = public_pem
+        report.key_pinned = key is not None
+        if key is None:
+            embedded = folder / PUBLIC_KEY
+            if not embedded.is_file():
+                report.altered.append(f"{PUBLIC_KEY}: missing beside the signature")
+                report.signature_ok = False
+                return report
+            key = embedded.read_bytes()
+        try:
+            report.key_fingerprint = signing.fingerprint(key)
+        except UserInputError:
+            report.altered.append(f"{PUBLIC_KEY}: not an Ed25519 public key")
+            report.signature_ok = False
+            return report
+        report.signature_ok = signing.signature_valid(key, (folder / MANIFEST).read_bytes(),
+                                                      signature.read_bytes())
+        if not report.signature_ok:
+            report.altered.append(f"{SIGNATURE}: does not verify over {MANIFEST} with key "
+                                  f"{report.key_fingerprint}")
+    elif public_pem is not None:
+        report.altered.append(f"{SIGNATURE}: missing, but a public key was given to check it")
+    return report
+
+
+def temporary_folder() -> tempfile.TemporaryDirectory:
+    return tempfile.TemporaryDirectory(prefix="harness-certify-")
+
+
+def remove(folder: Path) -> None:
+    shutil.rmtree(folder, ignore_errors=True)

@@ -1,0 +1,64 @@
+"""``certify compare``: two certification bundles side by side, per suite point.
+
+Scores are recomputed from each bundle (as ``verify`` does); a difference is beyond noise
+when |B/A - 1| > NOISE_SIGMAS x sqrt(CV_A^2 + CV_B^2), the rule of ``harness compare``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.certify import bundle
+from harness.certify.evaluate import evaluate
+from harness.certify.record import Certification, PointSummary
+from harness.compare import NOISE_SIGMAS
+
+if TYPE_CHECKING:
+    from harness.registry import Registry
+
+
+@dataclass
+class BundleSide:
+    path: Path
+    certification: Certification
+    summaries: dict[str, PointSummary]
+    integrity: str
+
+
+@dataclass
+class PointComparison:
+    label: str
+    a: PointSummary | None
+    b: PointSummary | None
+
+    @property
+    def ratio(self) -> float | None:
+        if self.a and self.b and self.a.score and self.b.score:
+            return self.b.score / self.a.score
+        return None
+
+    @property
+    def beyond_noise(self) -> bool | None:
+        ratio = self.ratio
+        if ratio is None or self.a.cv is None or self.b.cv is None:
+            return None
+        return abs(ratio - 1) > NOISE_SIGMAS * math.sqrt(self.a.cv ** 2 + self.b.cv ** 2)
+
+
+def load_side(path: Path, registry: Registry) -> BundleSide:
+    with bundle.temporary_folder() as tmp:
+        folder = bundle.extract_bundle(path, Path(tmp))
+        integrity = bundle.check_integrity(folder)
+        cert = Certification.model_validate_json((folder / "certification.json").read_text(encoding="utf-8"))
+        evaluation = evaluate(folder, registry)
+    return BundleSide(path=path, certification=cert,
+                      summaries={s.label: s for s in evaluation.summaries},
+                      integrity=integrity.describe())
+
+
+def compare_bundles(a: BundleSide, b: BundleSide) -> list[PointComparison]:
+    labels = list(a.summaries) + [label for label in b.summaries if label not in a.summaries]
+    return [PointComparison(label, a.summaries.get(label), b.summaries.get(label)) for label in labels]

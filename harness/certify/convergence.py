@@ -1,0 +1,125 @@
+"""Convergence: each repeat's loss at fixed checkpoints must lie in the reference band.
+
+Reference bands are recorded from reference runs (``harness certify reference``) with several
+seeds and stored in the repository, one JSON file per case, scale, framework, global batch
+and step count (``harness/certify/references/``). At each checkpoint the loss is the mean of
+the last ``window`` logged losses up to it, which smooths batch-to-batch noise. The band is
+the references' mean +- max(SIGMAS x their standard deviation, FLOOR x the mean): the seeds'
+spread covers what differs between honest runs (initialisation, sample order, kernels'
+rounding); a wrong learning rate or a broken kernel moves the curve far outside it.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+from harness.certify.checks import Check, failed, passed
+from harness.results_io import atomic_write_text
+
+REFERENCE_DIR = Path(__file__).parent / "references"
+SIGMAS = 4.0
+FLOOR = 0.01  # 1% of the loss: the least band width, when the seeds happen to agree closely
+
+
+class Band(BaseModel):
+    step: int
+    mean: float
+    low: float
+    high: float
+    values: list[float] = Field(description="Each reference run's loss at this checkpoint.")
+
+
+class Reference(BaseModel):
+    case: str
+    scale: str
+    framework: str
+    global_batch_size: int
+    max_steps: int
+    window: int
+    seeds: list[int]
+    recorded_on: str = Field(description="Device and vendor the references ran on.")
+    bands: list[Band]
+
+
+def reference_name(case: str, scale: str, framework: str, global_batch_size: int, max_steps: int) -> str:
+    return f"{case}-{scale}-{framework}-gbs{global_batch_size}-steps{max_steps}.json"
+
+
+def load_reference(case: str, scale: str, framework: str, global_batch_size: int, max_steps: int,
+                   folder: Path = REFERENCE_DIR) -> Reference | None:
+    path = folder / reference_name(case, scale, framework, global_batch_size, max_steps)
+    if not path.is_file():
+        return None
+    return Reference.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def checkpoint_losses(losses: Sequence[tuple[int, float]], checkpoints: Sequence[int],
+                      window: int) -> dict[int, float | None]:
+    """Mean of the last ``window`` losses logged at or before each checkpoint step (None
+    when the run logged no loss up to it or did not reach it)."""
+    ordered = sorted(losses)
+    last_step = ordered[-1][0] if ordered else 0
+    out: dict[int, float | None] = {}
+    for step in checkpoints:
+        upto = [loss for s, loss in ordered if s <= step]
+        out[step] = statistics.fmean(upto[-window:]) if upto and last_step >= step else None
+    return out
+
+
+def make_reference(runs: dict[int, Sequence[tuple[int, float]]], *, case: str, scale: str,
+                   framework: str, global_batch_size: int, max_steps: int,
+                   checkpoints: Sequence[int], window: int, recorded_on: str) -> Reference:
+    """A reference from runs with different seeds: seed -> (step, loss) pairs."""
+    if len(runs) < 2:
+        raise ValueError("a reference band needs runs with at least two seeds")
+    bands = []
+    per_seed = {seed: checkpoint_losses(losses, checkpoints, window) for seed, losses in runs.items()}
+    for step in checkpoints:
+        values = [per_seed[seed][step] for seed in sorted(runs)]
+        if any(v is None for v in values):
+            raise ValueError(f"a reference run logged no loss up to checkpoint {step}")
+        mean = statistics.fmean(values)
+        half = max(SIGMAS * statistics.stdev(values), FLOOR * abs(mean))
+        bands.append(Band(step=step, mean=mean, low=mean - half, high=mean + half, values=values))
+    return Reference(case=case, scale=scale, framework=framework, global_batch_size=global_batch_size,
+                     max_steps=max_steps, window=window, seeds=sorted(runs), recorded_on=recorded_on,
+                     bands=bands)
+
+
+def save_reference(reference: Reference, folder: Path = REFERENCE_DIR) -> Path:
+    path = folder / reference_name(reference.case, reference.scale, reference.framework,
+                                   reference.global_batch_size, reference.max_steps)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(path, json.dumps(reference.model_dump(), indent=1) + "\n")
+    return path
+
+
+def check_convergence(repeats: Sequence[tuple[int, Sequence[tuple[int, float]]]],
+                      reference: Reference | None, label: str, describe: str) -> Check:
+    """``repeats``: (repeat index, (step, loss) pairs) of each repeat that ran."""
+    if reference is None:
+        return failed("convergence", f"no reference band recorded for {describe}; record one with "
+                      "`harness certify reference`", label)
+    outside = []
+    for index, losses in repeats:
+        got = checkpoint_losses(losses, [b.step for b in reference.bands], reference.window)
+        for band in reference.bands:
+            value = got[band.step]
+            if value is None:
+                outside.append(f"repeat {index} step {band.step}: no loss")
+            elif not band.low <= value <= band.high:
+                outside.append(f"repeat {index} step {band.step}: loss {value:.4f} outside "
+                               f"[{band.low:.4f}, {band.high:.4f}]")
+    if not repeats:
+        return failed("convergence", "no repeat to check", label)
+    if outside:
+        return failed("convergence", "loss outside the reference band: " + "; ".join(outside[:4])
+                      + (f" (+{len(outside) - 4} more)" if len(outside) > 4 else ""), label)
+    steps = ", ".join(str(b.step) for b in reference.bands)
+    return passed("convergence", f"{len(repeats)} repeats inside the band at steps {steps} "
+                  f"({len(reference.seeds)} reference seeds)", label)

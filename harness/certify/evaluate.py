@@ -1,0 +1,217 @@
+"""Judge a certification folder from its files alone: the one evaluation used by
+``certify run`` (after running) and ``certify verify`` (after unpacking a bundle).
+
+Nothing is taken from the results' own figures: every log is parsed again with harness's
+registered log formats, FINAL_RESULT is recomputed with the core's statistics and compared
+with what ``result.json`` and the legacy index claim, and the rules, repeats, noise and
+convergence are checked from the re-parsed numbers and the installed case catalog.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from harness.certify import convergence, rules, scoring, sysinfo
+from harness.certify.checks import Check, failed, passed
+from harness.certify.record import Certification, PointRecord, PointSummary
+from harness.certify.suite import PlannedPoint, parse_suite_text
+from harness.errors import HarnessError
+from harness.metrics import mean_throughput, measured_steps
+from harness.models import BenchmarkResult, ResolvedConfig
+
+if TYPE_CHECKING:
+    from harness.registry import Registry
+
+REL_TOLERANCE = 1e-6  # JSON round-trips floats exactly; this only absorbs summation order
+
+
+@dataclass
+class RunEvidence:
+    run_id: str
+    folder: Path
+    result: BenchmarkResult | None = None
+    config: dict[str, Any] | None = None
+    final: float | None = None  # re-parsed FINAL_RESULT
+    losses: list[tuple[int, float]] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # "path: why" figure mismatches
+
+
+@dataclass
+class Evaluation:
+    summaries: list[PointSummary]
+    checks: list[Check]
+    evidence: dict[str, list[RunEvidence]]  # point label -> runs
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=REL_TOLERANCE, abs_tol=1e-9)
+
+
+def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
+    """Load one run folder and recompute its figures from its log."""
+    folder = root / "runs" / run_id
+    evidence = RunEvidence(run_id=run_id, folder=folder)
+    rel = f"runs/{run_id}"
+    try:
+        evidence.result = BenchmarkResult.model_validate_json((folder / "result.json").read_text(encoding="utf-8"))
+    except (OSError, ValidationError, ValueError) as exc:
+        evidence.problems.append(f"{rel}/result.json: unreadable ({type(exc).__name__})")
+        return evidence
+    result = evidence.result
+    try:
+        evidence.config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        if ResolvedConfig.model_validate(evidence.config).config_hash != result.config_hash:
+            evidence.problems.append(f"{rel}/config.json: its hash differs from result.json's config_hash")
+    except (OSError, ValueError, ValidationError) as exc:
+        evidence.problems.append(f"{rel}/config.json: unreadable ({type(exc).__name__})")
+    if result.run_id != run_id:
+        evidence.problems.append(f"{rel}/result.json: run_id {result.run_id!r} is not the folder's")
+    log_path = folder / result.log_file
+    recorded = result.repeats[0].log_format if result.repeats else None
+    try:
+        framework_format = registry.frameworks.get(result.framework).log_format
+    except HarnessError:
+        framework_format = None
+    log_format = registry.log_formats.items.get(recorded or framework_format or "")
+    if log_format is None:
+        evidence.problems.append(f"{rel}/{result.log_file}: no installed log format {recorded!r} to re-parse it")
+        return evidence
+    if not log_path.is_file():
+        evidence.problems.append(f"{rel}/{result.log_file}: missing")
+        return evidence
+    parsed = log_format.parse_file(log_path, seq_len=result.config.params.get("seq_len"))
+    evidence.losses = [(s.step, s.loss) for s in parsed.steps if s.loss is not None]
+    if parsed.steps:
+        evidence.final = mean_throughput(measured_steps(parsed.steps, result.config.settings.skip_steps))
+    claimed = result.throughput.value if result.throughput else None
+    if result.status == "success":
+        if claimed is None or evidence.final is None or not _close(claimed, evidence.final):
+            evidence.problems.append(
+                f"{rel}/result.json: FINAL_RESULT {claimed} claimed, its log gives {evidence.final}")
+        for index_file in sorted((folder / "index").glob("*")) if (folder / "index").is_dir() else []:
+            try:
+                value = json.loads(index_file.read_text(encoding="utf-8")).get("FINAL_RESULT")
+            except ValueError:
+                evidence.problems.append(f"{rel}/index/{index_file.name}: not JSON")
+                continue
+            if evidence.final is None or not isinstance(value, (int, float)) or not _close(value, evidence.final):
+                evidence.problems.append(
+                    f"{rel}/index/{index_file.name}: FINAL_RESULT {value} claimed, its log gives {evidence.final}")
+    return evidence
+
+
+def _planned(record: PointRecord) -> PlannedPoint:
+    return PlannedPoint(label=record.label, case=record.case, framework=record.framework,
+                        nproc=record.nproc, nnodes=record.nnodes, precision=record.precision,
+                        settings=record.settings)
+
+
+def evaluate(root: Path, registry: Registry) -> Evaluation:
+    """All checks of the certification folder ``root`` (certification.json, suite.toml,
+    system.json, runs/)."""
+    cert = Certification.model_validate_json((root / "certification.json").read_text(encoding="utf-8"))
+    checks: list[Check] = []
+    summaries: list[PointSummary] = []
+    evidence_by_point: dict[str, list[RunEvidence]] = {}
+
+    suite_text = (root / "suite.toml").read_text(encoding="utf-8")
+    import hashlib
+
+    spec = parse_suite_text(suite_text, "suite.toml")
+    suite = spec.suite
+    if hashlib.sha256(suite_text.encode()).hexdigest() != cert.suite_sha256:
+        checks.append(failed("suite", "suite.toml differs from the suite the certification names"))
+    elif cert.repeats < 3:
+        checks.append(failed("suite", f"{cert.repeats} repeats per point; at least 3 are needed"))
+    else:
+        note = f"; deviations: {'; '.join(cert.deviations)}" if cert.deviations else ""
+        checks.append(passed("suite", f"suite {suite.name!r} ({cert.suite_source}), {len(cert.points)} "
+                             f"points x {cert.repeats} repeats at {suite.scale} scale{note}"))
+
+    for record in cert.points:
+        label = record.label
+        case = registry.cases.get(record.case)
+        if record.refused:
+            checks.append(failed("rules", f"not run: {record.refused}", label))
+            summaries.append(PointSummary(label=label, case=record.case))
+            continue
+        runs = [reparse_run(registry, root, run_id) for run_id in record.run_ids]
+        evidence_by_point[label] = runs
+        for run in runs:
+            for problem in run.problems:
+                checks.append(failed("integrity", problem, label))
+        reference_cfg = rules.reference_config(case, _planned(record), cert.vendor, suite.scale)
+        rule_checks = [rules.check_rules(case, run.config, reference_cfg, label)
+                       for run in runs if run.config is not None]
+        bad_rule = next((c for c in rule_checks if not c.passed), None)
+        checks.append(bad_rule or (rule_checks[0] if rule_checks else
+                                   failed("rules", "no run config to check", label)))
+
+        results = [run.result for run in runs if run.result is not None]
+        invalid = [r for r in results if r.status == "invalid"]
+        if invalid:
+            checks.append(failed("read_back", "; ".join(
+                f"{r.run_id}: {r.failure_reason or 'read-back differs from the config'}" for r in invalid), label))
+        else:
+            checks.append(passed("read_back", f"no read-back mismatch in {len(results)} runs", label))
+
+        statuses = [(r.status, r.failure_reason) for r in results]
+        statuses += [("failed", error) for error in record.errors]
+        checks.append(scoring.check_repeats(statuses, cert.repeats, suite.max_failed_repeats, label))
+        ok_runs = [run for run in runs if run.result is not None and run.result.status == "success"
+                   and run.final is not None]
+        values = [run.final for run in ok_runs]
+        checks.append(scoring.check_noise(values, suite.cv_bound, label))
+
+        first = results[0] if results else None
+        gbs = first.global_batch_size if first else 0
+        max_steps = first.max_steps if first else 0
+        reference = convergence.load_reference(record.case, suite.scale, record.framework, gbs, max_steps)
+        describe = f"{record.case} at {suite.scale} scale, {record.framework}, global batch {gbs}, {max_steps} steps"
+        loss_runs = [(i, run.losses) for i, run in enumerate(runs, 1) if run.result is not None]
+        checks.append(convergence.check_convergence(loss_runs, reference, label, describe))
+        summaries.append(_summary(record, runs, values, suite.checkpoints, suite.checkpoint_window))
+
+    try:
+        description = json.loads((root / "system.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        description = {}
+    checks.append(sysinfo.check_system(description))
+    return Evaluation(summaries=summaries, checks=checks, evidence=evidence_by_point)
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _summary(record: PointRecord, runs: list[RunEvidence], values: list[float],
+             checkpoints: list[int], window: int) -> PointSummary:
+    results = [run.result for run in runs if run.result is not None and run.result.status == "success"]
+    mfus = [r.efficiency.mfu for r in results if r.efficiency and r.efficiency.mfu is not None]
+    energies = [r.efficiency.energy_per_unit_j for r in results
+                if r.efficiency and r.efficiency.energy_per_unit_j is not None]
+    memories = [r.peak_memory_bytes for r in results if r.peak_memory_bytes]
+    for r in results:  # the vendor's own reading (NVML on NVIDIA GPUs), where it has one
+        vendor_peak = r.device_metrics.get("nvml_peak_memory_bytes_max")
+        if isinstance(vendor_peak, int):
+            memories.append(vendor_peak)
+    return PointSummary(
+        label=record.label, case=record.case,
+        unit=results[0].throughput.unit if results and results[0].throughput else None,
+        values=[run.final if run.result is not None and run.result.status == "success" else None for run in runs],
+        score=scoring.olympic_score(values), cv=scoring.repeat_cv(values),
+        mfu=_mean(mfus), peak_memory_bytes=max(memories) if memories else None,
+        energy_per_unit_j=_mean(energies),
+        checkpoint_losses=[{str(k): v for k, v in convergence.checkpoint_losses(run.losses, checkpoints, window).items()}
+                           for run in runs],
+    )

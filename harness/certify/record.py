@@ -1,0 +1,67 @@
+"""``certification.json``: what was planned and run, and what was concluded from it.
+
+The plan part (suite, vendor, points and their run ids, deviations) is the input a
+verifier re-evaluates; the conclusion part (summaries, checks, passed) is the claim it
+recomputes and compares.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from harness.certify.checks import Check
+from harness.models.case import ParamValue
+
+FORMAT_VERSION = 1
+
+
+class PointRecord(BaseModel):
+    label: str
+    case: str
+    framework: str
+    nproc: int
+    nnodes: int
+    precision: str | None
+    settings: dict[str, ParamValue] = Field(description="The suite's fixed settings of this point.")
+    run_ids: list[str] = Field(default_factory=list, description="One run per repeat, in order.")
+    refused: str | None = Field(None, description="Why the point was not run (a rule it broke).")
+    errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")
+
+
+class PointSummary(BaseModel):
+    label: str
+    case: str
+    unit: str | None = None
+    values: list[float | None] = Field(default_factory=list, description="FINAL_RESULT per repeat (re-parsed).")
+    score: float | None = Field(None, description="Olympic mean: best and worst repeat dropped.")
+    cv: float | None = None
+    mfu: float | None = None
+    peak_memory_bytes: int | None = None
+    energy_per_unit_j: float | None = None
+    checkpoint_losses: list[dict[str, float | None]] = Field(
+        default_factory=list, description="Per repeat: checkpoint step -> windowed loss.")
+
+
+class Certification(BaseModel):
+    format_version: int = FORMAT_VERSION
+    id: str
+    suite: str
+    suite_source: str
+    suite_sha256: str
+    vendor: str
+    scale: str
+    repeats: int = Field(description="Repeats run per point.")
+    suite_repeats: int = Field(description="Repeats the suite asks for.")
+    set_pairs: dict[str, str] = Field(default_factory=dict, description="Vendor --set tuning.")
+    deviations: list[str] = Field(default_factory=list)
+    harness_version: str
+    started_at: datetime
+    finished_at: datetime | None = None
+    points: list[PointRecord]
+    summaries: list[PointSummary] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list)
+    passed: bool = False
+    extra: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,59 @@
+"""``certify reference``: record the convergence bands of a suite's points.
+
+Each point runs once per seed (the only key that differs between the runs), outside
+certification (the seed is locked there); the loss at the suite's checkpoints over the seeds
+gives the band (``convergence.make_reference``), saved in the repository's reference folder.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.certify import convergence
+from harness.certify.evaluate import reparse_run
+from harness.certify.runner import CertifyObserver, CertifyRequest, _run_request
+from harness.certify.suite import Suite, plan_points
+from harness.errors import HarnessError, UnavailableError
+from harness.runner.pipeline import run_benchmark
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from harness.registry import Registry
+
+
+def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite, vendor: str,
+                      seeds: list[int], workdir: Path, only: list[str] | None = None,
+                      folder: Path = convergence.REFERENCE_DIR,
+                      observer: CertifyObserver | None = None) -> list[Path]:
+    observer = observer or CertifyObserver()
+    devices = pm.hook.discover_devices(vendor=vendor)
+    if devices is None:
+        raise UnavailableError(f"no plugin discovers devices for vendor {vendor!r}")
+    spec = suite.spec.suite
+    points = [p for p in plan_points(suite, registry, devices.count) if not only or p.label in only]
+    written = []
+    total, done = len(points) * len(seeds), 0
+    for point in points:
+        request = _run_request(point, CertifyRequest(suite=suite, vendor=vendor), spec.scale,
+                               workdir / "runs", {})
+        runs, result = {}, None
+        for seed in seeds:
+            done += 1
+            observer.point(point.label, seed, len(seeds), done, total)
+            request.set_pairs = [p for p in request.set_pairs if not p.startswith("seed=")] + [f"seed={seed}"]
+            report = run_benchmark(pm, request, observer, registry)
+            result = report.result
+            if result.status != "success":
+                raise HarnessError(f"reference run {result.run_id} ({point.label}, seed {seed}) "
+                                   f"failed: {result.failure_reason}")
+            runs[seed] = reparse_run(registry, workdir, result.run_id).losses
+        device = result.devices.devices[0].name if result and result.devices and result.devices.devices else "?"
+        reference = convergence.make_reference(
+            runs, case=point.case, scale=spec.scale, framework=point.framework,
+            global_batch_size=result.global_batch_size, max_steps=result.max_steps,
+            checkpoints=spec.checkpoints, window=spec.checkpoint_window,
+            recorded_on=f"{vendor}: {device}")
+        written.append(convergence.save_reference(reference, folder))
+    return written

@@ -1,0 +1,175 @@
+"""``certify run``: run every point of a suite N times through the library, judge, bundle.
+
+Each repeat is its own harness run (its own run folder, log, config and result), so one
+failed repeat does not end the point and every repeat can be re-parsed on its own. The
+rules are enforced before a point runs: a point whose resolved config breaks them (a vendor
+config touching a locked key, say) is not run at all and fails the certification.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness import __version__
+from harness.certify import bundle, rules, sysinfo
+from harness.certify.evaluate import evaluate
+from harness.certify.record import Certification, PointRecord
+from harness.certify.suite import MIN_REPEATS, Suite, plan_points
+from harness.config_resolution import parse_set_pairs
+from harness.errors import HarnessError, UnavailableError, UserInputError
+from harness.results_io import atomic_write_text
+from harness.runner.pipeline import RunObserver, RunRequest, execute, plan
+
+if TYPE_CHECKING:
+    import pluggy
+
+    from harness.registry import Registry
+
+
+@dataclass
+class CertifyRequest:
+    suite: Suite
+    vendor: str
+    output: Path = Path("certifications")
+    repeats: int | None = None  # fewer than the suite asks for: recorded as a deviation
+    set_pairs: list[str] | None = None
+    framework: str | None = None
+    private_key: object | None = None  # an Ed25519 private key, or None for an unsigned bundle
+    cache_dir: Path | None = None
+    env_mode: str = "auto"
+
+
+@dataclass
+class CertifyOutcome:
+    certification: Certification
+    folder: Path
+    bundle_path: Path
+
+
+class CertifyObserver(RunObserver):
+    """Progress of a certification; ``point`` is called before each repeat."""
+
+    def point(self, label: str, repeat: int, repeats: int, index: int, total: int) -> None:
+        pass
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def run_certification(pm: pluggy.PluginManager, registry: Registry, request: CertifyRequest,
+                      observer: CertifyObserver | None = None) -> CertifyOutcome:
+    observer = observer or CertifyObserver()
+    spec = request.suite.spec.suite
+    registry.vendors.get(request.vendor)
+    devices = pm.hook.discover_devices(vendor=request.vendor)
+    if devices is None:
+        raise UnavailableError(f"no plugin discovers devices for vendor {request.vendor!r}")
+    points = plan_points(request.suite, registry, devices.count, request.framework)
+    set_pairs = parse_set_pairs(request.set_pairs or [])
+    rules.refuse_set_pairs(set_pairs, [registry.cases.get(p.case) for p in points])
+
+    repeats = request.repeats or spec.repeats
+    if repeats < 3:
+        raise UserInputError(f"--repeats {repeats}: olympic scoring needs at least 3 repeats")
+    deviations = []
+    if repeats < spec.repeats:
+        deviations.append(f"{repeats} repeats per point instead of the suite's {spec.repeats}"
+                          + (f" (below the {spec.kind} minimum of {MIN_REPEATS[spec.kind]})"
+                             if repeats < MIN_REPEATS[spec.kind] else ""))
+    if request.framework:
+        deviations.append(f"framework {request.framework} chosen on the command line")
+
+    started = _utcnow()
+    cert_id = f"certify-{spec.name}-{request.vendor}-{started.strftime('%Y%m%d-%H%M%S')}"
+    folder = (request.output / cert_id).resolve()
+    runs_dir = folder / "runs"
+    runs_dir.mkdir(parents=True, exist_ok=False)
+    atomic_write_text(folder / "suite.toml", request.suite.text)
+
+    records: list[PointRecord] = []
+    results = []
+    total = len(points) * repeats
+    done = 0
+    for point in points:
+        record = PointRecord(label=point.label, case=point.case, framework=point.framework,
+                             nproc=point.nproc, nnodes=point.nnodes, precision=point.precision,
+                             settings=point.settings)
+        records.append(record)
+        case = registry.cases.get(point.case)
+        run_request = _run_request(point, request, spec.scale, runs_dir, set_pairs)
+        try:
+            context = plan(pm, registry, run_request)
+        except HarnessError as exc:
+            record.refused = f"config does not resolve: {exc}"
+            done += repeats
+            continue
+        reference = rules.reference_config(case, point, request.vendor, spec.scale)
+        verdict = rules.check_rules(case, context.config, reference, point.label)
+        if not verdict.passed:
+            record.refused = verdict.reason
+            done += repeats
+            continue
+        for repeat in range(1, repeats + 1):
+            done += 1
+            observer.point(point.label, repeat, repeats, done, total)
+            try:
+                context = plan(pm, registry, run_request)
+                report = execute(pm, registry, context, run_request, observer)
+            except KeyboardInterrupt:
+                raise
+            except HarnessError as exc:
+                record.errors.append(f"repeat {repeat}: {exc}")
+                continue
+            record.run_ids.append(report.result.run_id)
+            results.append(report.result)
+
+    description = sysinfo.collect(pm, results)
+    atomic_write_text(folder / "system.json", json.dumps(description, indent=2, default=str) + "\n")
+    cert = Certification(
+        id=cert_id, suite=spec.name, suite_source=request.suite.source,
+        suite_sha256=request.suite.sha256, vendor=request.vendor, scale=spec.scale,
+        repeats=repeats, suite_repeats=spec.repeats, set_pairs=set_pairs, deviations=deviations,
+        harness_version=__version__, started_at=started, points=records,
+    )
+    _write(folder, cert)
+    conclude(folder, registry, cert)
+    from harness.certify.report import write_certification_report
+
+    write_certification_report(folder, registry)
+    out = bundle.write_bundle(folder, folder.with_name(folder.name + ".tar.gz"), request.private_key)
+    return CertifyOutcome(certification=cert, folder=folder, bundle_path=out)
+
+
+def conclude(folder: Path, registry: Registry, cert: Certification) -> Certification:
+    """Evaluate the folder and write the verdict into certification.json."""
+    evaluation = evaluate(folder, registry)
+    cert.summaries = evaluation.summaries
+    cert.checks = evaluation.checks
+    cert.passed = evaluation.passed
+    cert.finished_at = cert.finished_at or _utcnow()
+    _write(folder, cert)
+    return cert
+
+
+def _write(folder: Path, cert: Certification) -> None:
+    atomic_write_text(folder / "certification.json", cert.model_dump_json(indent=2) + "\n")
+
+
+def _run_request(point, request: CertifyRequest, scale: str, runs_dir: Path,
+                 set_pairs: dict[str, str]) -> RunRequest:
+    suite_settings = dict(point.settings)
+    max_steps = suite_settings.pop("max_steps", None)
+    pairs = [f"{k}={v}" for k, v in suite_settings.items()] + [f"{k}={v}" for k, v in set_pairs.items()]
+    return RunRequest(
+        case=point.case, vendor=request.vendor, framework=point.framework,
+        scale=scale,  # type: ignore[arg-type]
+        nproc=point.nproc, nnodes=point.nnodes, precision=point.precision,
+        max_steps=int(max_steps) if max_steps is not None else None,
+        set_pairs=pairs, repeat=1, output=runs_dir, cache_dir=request.cache_dir,
+        env_mode=request.env_mode,  # type: ignore[arg-type]
+    )

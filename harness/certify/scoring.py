@@ -1,0 +1,51 @@
+"""Repeats and noise: the olympic score of a point and the checks on its repeats."""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+from harness.certify.checks import Check, failed, passed
+from harness.metrics import coefficient_of_variation
+
+
+def olympic_score(values: Sequence[float]) -> float | None:
+    """Mean after dropping the best and the worst value (MLPerf's olympic scoring); with
+    fewer than three values, the plain mean (the repeats check fails such a point anyway)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    kept = ordered[1:-1] if len(ordered) >= 3 else ordered
+    return statistics.fmean(kept)
+
+
+def repeat_cv(values: Sequence[float]) -> float | None:
+    return coefficient_of_variation(values) if len(values) >= 2 else None
+
+
+def check_repeats(statuses: Sequence[tuple[str, str | None]], requested: int,
+                  max_failed: int, label: str) -> Check:
+    """``statuses``: (status, reason) per repeat that ran. Fails when more than ``max_failed``
+    repeats failed, or when fewer than three succeeded (no olympic score without them)."""
+    failures = [(i, s, r) for i, (s, r) in enumerate(statuses, 1) if s != "success"]
+    missing = requested - len(statuses)
+    bad = len(failures) + max(0, missing)
+    succeeded = len(statuses) - len(failures)
+    detail = "; ".join(f"repeat {i}: {s}" + (f" ({r})" if r else "") for i, s, r in failures)
+    if missing > 0:
+        detail = (detail + "; " if detail else "") + f"{missing} of {requested} repeats did not run"
+    if bad > max_failed:
+        return failed("repeats", f"{bad} of {requested} repeats failed (at most {max_failed} may): {detail}", label)
+    if succeeded < 3:
+        return failed("repeats", f"only {succeeded} successful repeats; olympic scoring needs 3", label)
+    note = f"; {detail}" if detail else ""
+    return passed("repeats", f"{succeeded} of {requested} repeats succeeded{note}", label)
+
+
+def check_noise(values: Sequence[float], bound: float, label: str) -> Check:
+    cv = repeat_cv(values)
+    if cv is None:
+        return failed("noise", "fewer than two successful repeats: no noise estimate", label)
+    if cv > bound:
+        return failed("noise", f"CV over repeats {cv:.2%} exceeds the suite's bound {bound:.0%}", label)
+    return passed("noise", f"CV over {len(values)} repeats {cv:.2%} <= {bound:.0%}", label)

@@ -1,0 +1,95 @@
+"""``certify verify``: recompute a bundle's verdict from its contents, trusting nothing.
+
+Integrity first (every file's sha256 against the manifest, the Ed25519 signature over the
+manifest), then the same evaluation ``certify run`` made, from the bundle's logs and the
+verifier's own harness (parsers, case catalog, reference bands), then the claims in
+certification.json against the recomputed ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from pydantic import ValidationError
+
+from harness.certify import bundle, signing
+from harness.certify.checks import Check
+from harness.certify.evaluate import evaluate
+from harness.certify.record import Certification
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.registry import Registry
+
+
+@dataclass
+class VerifyOutcome:
+    integrity: bundle.IntegrityReport
+    checks: list[Check] = field(default_factory=list)
+    claim_mismatches: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+    certification: Certification | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (self.integrity.ok and not self.claim_mismatches and not self.problems
+                and bool(self.checks) and all(c.passed for c in self.checks))
+
+    def lines(self) -> list[str]:
+        out = [f"integrity: {self.integrity.describe()}"]
+        for check in self.checks:
+            where = f" [{check.point}]" if check.point else ""
+            out.append(f"{'pass' if check.passed else 'FAIL'} {check.name}{where}: {check.reason}")
+        out += [f"claim: {m}" for m in self.claim_mismatches]
+        out += [f"problem: {p}" for p in self.problems]
+        if self.certification and self.certification.deviations:
+            out.append("deviations: " + "; ".join(self.certification.deviations))
+        return out
+
+
+def verify_bundle(path: Path, registry: Registry, pubkey: Path | None = None) -> VerifyOutcome:
+    public_pem = signing.load_public_key_file(pubkey) if pubkey is not None else None
+    with bundle.temporary_folder() as tmp:
+        folder = bundle.extract_bundle(path, Path(tmp))
+        outcome = VerifyOutcome(integrity=bundle.check_integrity(folder, public_pem))
+        try:
+            claimed = Certification.model_validate_json((folder / "certification.json").read_text(encoding="utf-8"))
+        except (ValidationError, ValueError, OSError) as exc:
+            outcome.problems.append(f"certification.json: unreadable ({type(exc).__name__})")
+            return outcome
+        outcome.certification = claimed
+        try:
+            evaluation = evaluate(folder, registry)
+        except (HarnessError, ValidationError, ValueError, OSError) as exc:
+            outcome.problems.append(f"cannot re-evaluate the bundle: {str(exc).splitlines()[0]}")
+            return outcome
+        outcome.checks = evaluation.checks
+        outcome.claim_mismatches = _compare_claims(claimed, evaluation)
+        return outcome
+
+
+def _compare_claims(claimed: Certification, evaluation) -> list[str]:
+    out = []
+    if claimed.passed != evaluation.passed:
+        out.append(f"certification.json: claims {'pass' if claimed.passed else 'fail'}, "
+                   f"recomputed {'pass' if evaluation.passed else 'fail'}")
+    mine = {(c.name, c.point): c.passed for c in evaluation.checks}
+    theirs = {(c.name, c.point): c.passed for c in claimed.checks}
+    for key in sorted(set(mine) | set(theirs), key=str):
+        if mine.get(key) != theirs.get(key):
+            out.append(f"certification.json: check {key[0]} [{key[1] or 'all'}] claimed "
+                       f"{theirs.get(key)}, recomputed {mine.get(key)}")
+    recomputed = {s.label: s for s in evaluation.summaries}
+    for summary in claimed.summaries:
+        mine_s = recomputed.get(summary.label)
+        if mine_s is None:
+            out.append(f"certification.json: point {summary.label} is not in the plan")
+            continue
+        for name in ("score", "cv"):
+            a, b = getattr(summary, name), getattr(mine_s, name)
+            if (a is None) != (b is None) or (a is not None and not math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)):
+                out.append(f"certification.json: {summary.label} {name} claimed {a}, recomputed {b}")
+    return out
