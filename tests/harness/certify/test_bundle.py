@@ -1,0 +1,123 @@
+"""Bundle integrity: manifest, signature, tampering, and what is not a bundle."""
+
+from __future__ import annotations
+
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from harness.certify import bundle, signing
+from harness.certify.bundle import check_integrity, extract_bundle, write_bundle
+from harness.errors import UserInputError
+
+
+def _folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "certify-x"
+    (folder / "runs" / "r1").mkdir(parents=True)
+    (folder / "certification.json").write_text("{}")
+    (folder / "runs" / "r1" / "train.log").write_text("iteration 1 | loss 7.0\n")
+    (folder / "runs" / "r1" / "result.json").write_text('{"FINAL_RESULT": 100.0}')
+    return folder
+
+
+@pytest.fixture
+def keys(tmp_path):
+    private, public = tmp_path / "k.key", tmp_path / "k.pub"
+    fingerprint = signing.generate_keypair(private, public)
+    return signing.load_private_key(private), public, fingerprint
+
+
+def _unpack(path: Path, tmp_path: Path) -> Path:
+    out = tmp_path / f"unpacked-{len(list(tmp_path.iterdir()))}"
+    out.mkdir()
+    return extract_bundle(path, out)
+
+
+def test_signed_bundle_verifies_with_the_pinned_key(tmp_path, keys):
+    private, public, fingerprint = keys
+    path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz", private)
+    report = check_integrity(_unpack(path, tmp_path), signing.load_public_key_file(public))
+    assert report.ok and report.signed and report.key_pinned and report.key_fingerprint == fingerprint
+    assert "signature valid for the given public key" in report.describe()
+
+
+def test_unsigned_bundle_is_integrity_only(tmp_path):
+    path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz")
+    report = check_integrity(_unpack(path, tmp_path))
+    assert report.ok and not report.signed and report.describe().startswith("integrity only")
+
+
+@pytest.mark.parametrize("target", ["runs/r1/train.log", "runs/r1/result.json", "certification.json"])
+def test_a_flipped_byte_names_the_file(tmp_path, keys, target):
+    private, public, _ = keys
+    path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz", private)
+    folder = _unpack(path, tmp_path)
+    data = bytearray((folder / target).read_bytes())
+    data[len(data) // 2] ^= 0x01
+    (folder / target).write_bytes(bytes(data))
+    report = check_integrity(folder, signing.load_public_key_file(public))
+    assert not report.ok and report.altered == [f"{target}: sha256 differs from the manifest"]
+
+
+def test_a_rewritten_manifest_breaks_the_signature(tmp_path, keys):
+    private, public, _ = keys
+    path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz", private)
+    folder = _unpack(path, tmp_path)
+    (folder / "runs" / "r1" / "result.json").write_text('{"FINAL_RESULT": 200.0}')
+    (folder / bundle.MANIFEST).write_text(bundle.manifest_text(folder))
+    report = check_integrity(folder, signing.load_public_key_file(public))
+    assert not report.ok and report.altered[0].startswith("SIGNATURE: does not verify")
+
+
+def test_a_bundle_signed_by_another_key_fails_when_pinned(tmp_path, keys):
+    _, public, _ = keys
+    other_private = tmp_path / "o.key"
+    signing.generate_keypair(other_private, tmp_path / "o.pub")
+    path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz", signing.load_private_key(other_private))
+    folder = _unpack(path, tmp_path)
+    assert check_integrity(folder).ok  # its own embedded key agrees with itself...
+    assert not check_integrity(folder, signing.load_public_key_file(public)).ok  # ...not with ours
+
+
+def test_added_and_removed_files_are_named(tmp_path):
+    path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz")
+    folder = _unpack(path, tmp_path)
+    (folder / "runs" / "r1" / "extra.log").write_text("x")
+    (folder / "runs" / "r1" / "train.log").unlink()
+    assert check_integrity(folder).altered == ["runs/r1/extra.log: not in the manifest",
+                                               "runs/r1/train.log: listed in the manifest but missing"]
+
+
+def test_not_a_bundle(tmp_path):
+    text = tmp_path / "plain.tar.gz"
+    text.write_text("hello")
+    with pytest.raises(UserInputError, match="not a certification bundle"):
+        extract_bundle(text, tmp_path)
+    with pytest.raises(UserInputError, match="does not exist"):
+        extract_bundle(tmp_path / "missing.tar.gz", tmp_path)
+    other = tmp_path / "other.tar.gz"
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "a.txt").write_text("a")
+    with tarfile.open(other, "w:gz") as tar:
+        tar.add(tmp_path / "x", arcname="x")
+    with pytest.raises(UserInputError, match="no MANIFEST.sha256"):
+        extract_bundle(other, tmp_path / "out")
+    evil = tmp_path / "evil.tar.gz"
+    with tarfile.open(evil, "w:gz") as tar:
+        tar.add(tmp_path / "x" / "a.txt", arcname="../a.txt")
+    with pytest.raises(UserInputError, match="unexpected entry"):
+        extract_bundle(evil, tmp_path / "out2")
+
+
+def test_key_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.pem"
+    bad.write_text("not a key")
+    with pytest.raises(UserInputError, match="not a PEM public key"):
+        signing.load_public_key_file(bad)
+    with pytest.raises(UserInputError, match="not an unencrypted PEM private key"):
+        signing.load_private_key(bad)
+    signing.generate_keypair(tmp_path / "k.key", tmp_path / "k.pub")
+    with pytest.raises(UserInputError, match="exists"):
+        signing.generate_keypair(tmp_path / "k.key", tmp_path / "k2.pub")
+    assert (tmp_path / "k.key").stat().st_mode & 0o777 == 0o600

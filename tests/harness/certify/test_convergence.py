@@ -1,0 +1,50 @@
+"""Reference bands from seeds' spread; a repeat outside fails, naming step and value."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.certify.convergence import (
+    check_convergence,
+    checkpoint_losses,
+    load_reference,
+    make_reference,
+    save_reference,
+)
+
+
+def curve(scale: float, steps: int = 12):
+    return [(s, 7.6 * scale - 0.08 * s) for s in range(1, steps + 1)]
+
+
+def test_checkpoint_losses_are_windowed_means():
+    losses = [(1, 5.0), (2, 4.0), (3, 3.0), (4, 2.0)]
+    assert checkpoint_losses(losses, [2, 4], 2) == {2: 4.5, 4: 2.5}
+    assert checkpoint_losses(losses, [8], 2) == {8: None}  # the run never reached step 8
+
+
+def test_band_from_seeds_and_check(tmp_path):
+    runs = {1: curve(1.0), 2: curve(1.002), 3: curve(0.999), 4: curve(1.001)}
+    ref = make_reference(runs, case="c", scale="smoke", framework="f", global_batch_size=8,
+                         max_steps=12, checkpoints=[4, 8, 12], window=3, recorded_on="cpu")
+    for band in ref.bands:
+        assert band.low < band.mean < band.high and len(band.values) == 4
+    save_reference(ref, tmp_path)
+    assert load_reference("c", "smoke", "f", 8, 12, tmp_path) == ref
+    assert load_reference("c", "smoke", "f", 16, 12, tmp_path) is None
+    assert check_convergence([(1, curve(1.0005)), (2, curve(1.0))], ref, "p", "c").passed
+    verdict = check_convergence([(1, curve(1.0)), (2, curve(1.2))], ref, "p", "c")
+    assert not verdict.passed and "repeat 2 step 4: loss" in verdict.reason
+    short = check_convergence([(1, curve(1.0, steps=6))], ref, "p", "c")
+    assert not short.passed and "step 8: no loss" in short.reason
+
+
+def test_no_reference_fails_with_the_command_to_record_one():
+    verdict = check_convergence([(1, curve(1.0))], None, "p", "gpt3_125M at smoke")
+    assert not verdict.passed and "harness certify reference" in verdict.reason
+
+
+def test_a_band_needs_two_seeds():
+    with pytest.raises(ValueError):
+        make_reference({1: curve(1.0)}, case="c", scale="smoke", framework="f", global_batch_size=8,
+                       max_steps=12, checkpoints=[4], window=1, recorded_on="cpu")

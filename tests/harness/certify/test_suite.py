@@ -1,0 +1,106 @@
+"""Suites are data: built-ins load, bad files are one-line errors (exit 2)."""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.certify.suite import BUILTIN_DIR, load_suite, plan_points, suite_sources
+from harness.cli.main import main
+from harness.errors import UserInputError
+
+GOOD = """
+[suite]
+name = "t"
+kind = "smoke"
+scale = "smoke"
+repeats = 3
+cv_bound = 0.2
+checkpoints = [4]
+
+[[point]]
+case = "gpt3_125M"
+nproc = [1, "all"]
+"""
+
+
+def test_builtin_suites_load_and_expand(registry):
+    names = set(suite_sources())
+    assert {"smoke", "gpt3", "ngc_bert_base", "resnet50", "mobilenet_v1"} <= names
+    for name in names:
+        suite = load_suite(name, registry)
+        assert plan_points(suite, registry, device_count=8)
+    smoke = plan_points(load_suite("smoke", registry), registry, device_count=1)
+    assert [(p.case, p.nproc) for p in smoke] == [
+        ("gpt3_125M", 1), ("gpt3_125M", 2), ("bert_base_seq128", 1), ("bert_base_seq128", 2),
+        ("resnet50", 1), ("resnet50", 2)]
+    assert load_suite("gpt3", registry).spec.suite.repeats >= 5  # full suites: 5 repeats
+
+
+def test_all_layout_is_the_device_count_and_deduplicated(registry, tmp_path):
+    path = tmp_path / "t.toml"
+    path.write_text(GOOD)
+    suite = load_suite(str(path), registry)
+    assert [p.nproc for p in plan_points(suite, registry, device_count=8)] == [1, 8]
+    assert [p.nproc for p in plan_points(suite, registry, device_count=1)] == [1]
+
+
+@pytest.mark.parametrize("text, message", [
+    (GOOD.replace('name = "t"', 'name = "t'), "TOML syntax error"),
+    (GOOD.replace("cv_bound = 0.2", "cv_bound = 0.2\nbogus = 1"), "suite.bogus: Extra inputs"),
+    (GOOD + 'set = { not_a_setting = 3 }\n', "'not_a_setting' is not a setting of case 'gpt3_125M'"),
+    (GOOD + 'set = { hidden_size = 3 }\n', "identifies the case"),
+    (GOOD.replace("repeats = 3", "repeats = 3\nkind_x = 1").replace('kind = "smoke"', 'kind = "full"'),
+     "suite.kind_x"),
+    (GOOD.replace('kind = "smoke"', 'kind = "full"'), "needs repeats >= 5"),
+    (GOOD.replace('case = "gpt3_125M"', 'case = "gpt3_999M"'), "gpt3_999M"),
+])
+def test_bad_suite_files(registry, tmp_path, text, message):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(UserInputError, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
+        load_suite(str(path), registry)
+    assert "\n" not in str(info.value)
+
+
+def test_unknown_suite_is_exit_2_one_line(capsys):
+    assert main(["certify", "run", "--vendor", "cpu", "--suite", "nope"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: unknown suite 'nope'") and "smoke" in err and "\n" not in err
+
+
+def test_suite_file_errors_are_exit_2(tmp_path, capsys):
+    path = tmp_path / "broken.toml"
+    path.write_text("[suite\n")
+    assert main(["certify", "run", "--vendor", "cpu", "--suite", str(path)]) == 2
+    assert "TOML syntax error" in capsys.readouterr().err
+
+
+def test_suites_command_lists_what_each_runs(capsys):
+    assert main(["certify", "suites"]) == 0
+    out = capsys.readouterr().out
+    assert "smoke (builtin, smoke, smoke scale, 3 repeats" in out
+    assert "gpt3_125M nproc 1,2" in out and "gpt3_1.3B nproc 1,all bf16" in out
+
+
+def test_hook_certify_suites(tmp_path, registry):
+    """A plugin's suite is listed and loadable by name; it cannot replace a built-in one."""
+    from harness.plugin_manager import make_plugin_manager
+
+    mine = tmp_path / "acme_llm.toml"
+    mine.write_text(GOOD)
+    shadow = tmp_path / "smoke.toml"
+    shadow.write_text(GOOD)
+
+    class Plugin:
+        from harness.hookspecs import hookspec  # noqa: F401  (the marker's project name)
+        import pluggy
+
+        @pluggy.HookimplMarker("harness")
+        def certify_suites(self):
+            return [mine, shadow]
+
+    pm = make_plugin_manager(load_entrypoints=False, extra=(Plugin(),))
+    sources = suite_sources(pm)
+    assert sources["acme_llm"] == (mine, "plugin")
+    assert sources["smoke"] == (BUILTIN_DIR / "smoke.toml", "builtin")
+    assert load_suite("acme_llm", registry, pm).source == "plugin:acme_llm"
