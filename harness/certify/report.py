@@ -100,7 +100,7 @@ def _loss_charts(folder: Path, registry: Registry, cert: Certification) -> list:
                 series.append(Series(name, [(float(b.step), getattr(b, attr)) for b in reference.bands],
                                      color="#555555", dashed=True))
         svg = line_chart(series, title=f"{record.label}: loss", x_label="step", y_label="loss",
-                         chart_id=f"loss-{slug(record.label)}")
+                         y_from_data=True, chart_id=f"loss-{slug(record.label)}")
         blocks.append(Chart(chart_id=f"loss-{slug(record.label)}", title=f"{record.label} loss",
                             svg=svg, caption=caption, kind="loss"))
     return blocks

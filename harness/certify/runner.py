@@ -108,8 +108,13 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
             record.refused = f"config does not resolve: {exc}"
             done += repeats
             continue
+        vendor_config = pm.hook.vendor_case_config(
+            vendor=request.vendor, case=case, framework=point.framework, nproc=point.nproc,
+            nnodes=point.nnodes, hardware_config=None)
         reference = rules.reference_config(case, point, request.vendor, spec.scale)
-        verdict = rules.check_rules(case, context.config, reference, point.label)
+        verdict = rules.check_vendor_config(vendor_config, point.label)
+        if verdict.passed:
+            verdict = rules.check_rules(case, context.config, reference, point.label)
         if not verdict.passed:
             record.refused = verdict.reason
             done += repeats

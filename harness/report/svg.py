@@ -89,6 +89,7 @@ def line_chart(
     height: int = 340,
     chart_id: str = "chart",
     legend_extra: list[tuple[str, str, bool]] = (),  # (text, colour, dashed) legend-only entries
+    y_from_data: bool = False,  # the y axis spans the data (loss curves) instead of starting at 0
 ) -> str:
     entries = [(s.name, s.color or PALETTE[i % len(PALETTE)], s.dashed)
                for i, s in enumerate(series) if s.legend] + list(legend_extra)
@@ -113,15 +114,22 @@ def line_chart(
         x_min, x_max = x_min - 1, x_max + 1
     pad = (x_max - x_min) * 0.04
     x_min, x_max = x_min - pad, x_max + pad
-    y_top = max(ys) * 1.08 if max(ys) > 0 else 1.0
-    step = nice_step(y_top)
-    y_top = math.ceil(y_top / step) * step
+    y_bottom = 0.0
+    if y_from_data and min(ys) < max(ys):
+        span = max(ys) - min(ys)
+        step = nice_step(span * 1.16)
+        y_bottom = math.floor((min(ys) - span * 0.08) / step) * step
+        y_top = math.ceil((max(ys) + span * 0.08) / step) * step
+    else:
+        y_top = max(ys) * 1.08 if max(ys) > 0 else 1.0
+        step = nice_step(y_top)
+        y_top = math.ceil(y_top / step) * step
 
     def px(x: float) -> float:
         return margin_left + (tx(x) - x_min) / (x_max - x_min) * plot_w
 
     def py(y: float) -> float:
-        return margin_top + plot_h - (y / y_top) * plot_h
+        return margin_top + plot_h - ((y - y_bottom) / (y_top - y_bottom)) * plot_h
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="chart" id="{escape(chart_id)}" '
            f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
@@ -135,7 +143,7 @@ def line_chart(
                    f'height="{plot_h}" fill="#f59e0b" fill-opacity="0.16"><title>{escape(shade.label)}'
                    f'</title></rect>')
     # y grid and labels
-    value = 0.0
+    value = y_bottom
     while value <= y_top + step / 2:
         y = py(value)
         out.append(f'<line x1="{margin_left}" x2="{margin_left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '

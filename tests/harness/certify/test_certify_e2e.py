@@ -1,0 +1,45 @@
+"""End to end on this machine's CPU: the smoke suite certifies, its bundle verifies, and a
+10x learning rate falls outside the convergence band (real training throughout)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+
+pytestmark = pytest.mark.slow
+
+
+def test_smoke_suite_certifies_and_verifies(tmp_path, capsys, pm, registry):
+    from harness.certify import convergence
+    from harness.certify.evaluate import reparse_run
+    from harness.certify.signing import generate_keypair
+    from harness.runner.pipeline import RunRequest, run_benchmark
+
+    generate_keypair(tmp_path / "vendor.key", tmp_path / "vendor.pub")
+    code = main(["certify", "run", "--vendor", "cpu", "--suite", "smoke", "--output",
+                 str(tmp_path / "out"), "--key", str(tmp_path / "vendor.key")])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    bundle = Path(out.strip().splitlines()[-1])
+    assert bundle.name.endswith(".tar.gz") and bundle.is_file()
+    cert = json.loads((bundle.parent / bundle.name.removesuffix(".tar.gz") / "certification.json").read_text())
+    assert cert["passed"] and len(cert["points"]) == 6 and cert["repeats"] == 3
+    assert all(len(p["run_ids"]) == 3 for p in cert["points"])
+
+    assert main(["certify", "verify", str(bundle), "--pubkey", str(tmp_path / "vendor.pub")]) == 0
+    assert "signature valid for the given public key" in capsys.readouterr().out
+
+    # The same point with 10x the learning rate (allowed outside certification) is outside
+    # the band that the certified repeats were inside.
+    request = RunRequest(case="gpt3_125M", vendor="cpu", scale="smoke", max_steps=12,
+                         set_pairs=["skip_steps=4", "learning_rate=0.03"], output=tmp_path / "lr10x" / "runs")
+    report = run_benchmark(pm, request, registry=registry)
+    assert report.result.status == "success"
+    losses = reparse_run(registry, tmp_path / "lr10x", report.result.run_id).losses
+    reference = convergence.load_reference("gpt3_125M", "smoke", "pytorch", 8, 12)
+    verdict = convergence.check_convergence([(1, losses)], reference, "gpt3_125M", "gpt3_125M")
+    assert not verdict.passed and "outside" in verdict.reason

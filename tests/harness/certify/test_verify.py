@@ -1,0 +1,130 @@
+"""``certify verify`` on a real recorded bundle: intact passes; every alteration fails
+(exit 1) naming the file; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli.main import main
+from tests.harness.certify.fixture_bundle import BUNDLE, PUBLIC_KEY, first_run, repack, unpack
+
+
+def verify(capsys, *args) -> tuple[int, str, str]:
+    code = main(["certify", "verify", *map(str, args)])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_the_recorded_bundle_verifies(capsys):
+    code, out, _ = verify(capsys, BUNDLE, "--pubkey", PUBLIC_KEY)
+    assert code == 0, out
+    assert "signature valid for the given public key" in out
+    for name in ("suite", "rules", "read_back", "repeats", "noise", "convergence", "system"):
+        assert f"pass {name}" in out
+
+
+def test_unpinned_and_unsigned(tmp_path, capsys):
+    code, out, _ = verify(capsys, BUNDLE)
+    assert code == 0 and "pass --pubkey to pin it" in out
+    unsigned = repack(unpack(tmp_path), tmp_path / "unsigned.tar.gz", key=None)
+    code, out, _ = verify(capsys, unsigned)
+    assert code == 0 and "integrity only" in out
+
+
+def test_a_flipped_byte_in_a_log_fails_naming_it(tmp_path, capsys):
+    import tarfile
+
+    folder = unpack(tmp_path)
+    log = first_run(folder) / "train.log"
+    data = bytearray(log.read_bytes())
+    data[200] ^= 0x01
+    log.write_bytes(bytes(data))
+    forged = tmp_path / "flipped.tar.gz"
+    with tarfile.open(forged, "w:gz") as tar:  # packed without re-manifesting
+        tar.add(folder, arcname=folder.name)
+    code, out, _ = verify(capsys, forged, "--pubkey", PUBLIC_KEY)
+    rel = log.relative_to(folder).as_posix()
+    assert code == 1 and f"{rel}: sha256 differs from the manifest" in out
+
+
+def test_an_edited_final_result_fails_even_when_re_signed(tmp_path, capsys):
+    """A forger with the key re-signs; the re-parsed log still disagrees with the claim."""
+    folder = unpack(tmp_path)
+    result_path = first_run(folder) / "result.json"
+    result = json.loads(result_path.read_text())
+    result["throughput"]["value"] *= 1.5
+    result_path.write_text(json.dumps(result))
+    forged = repack(folder, tmp_path / "forged.tar.gz")
+    code, out, _ = verify(capsys, forged, "--pubkey", PUBLIC_KEY)
+    rel = result_path.relative_to(folder).as_posix()
+    assert code == 1 and f"FAIL integrity" in out and f"{rel}: FINAL_RESULT" in out
+
+
+def test_an_edited_legacy_index_fails(tmp_path, capsys):
+    folder = unpack(tmp_path)
+    index = next((first_run(folder) / "index").iterdir())
+    data = json.loads(index.read_text())
+    data["FINAL_RESULT"] = data["FINAL_RESULT"] * 2
+    index.write_text(json.dumps(data))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
+    assert code == 1 and f"index/{index.name}: FINAL_RESULT" in out
+
+
+def test_a_claimed_verdict_that_does_not_follow_fails(tmp_path, capsys):
+    folder = unpack(tmp_path)
+    cert_path = folder / "certification.json"
+    cert = json.loads(cert_path.read_text())
+    cert["summaries"][0]["score"] *= 1.2
+    cert_path.write_text(json.dumps(cert))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
+    assert code == 1 and "certification.json:" in out and "score claimed" in out
+
+
+def test_a_locked_key_edited_in_a_config_fails_the_rules(tmp_path, capsys):
+    """Someone who ran with another learning rate and rewrote config and result to hide it."""
+    from harness.models import ResolvedConfig
+
+    folder = unpack(tmp_path)
+    run = first_run(folder)
+    config = json.loads((run / "config.json").read_text())
+    config["params"]["learning_rate"] = config["params"]["learning_rate"] * 10
+    (run / "config.json").write_text(json.dumps(config))
+    result = json.loads((run / "result.json").read_text())
+    result["config"] = config
+    result["config_hash"] = ResolvedConfig.model_validate(config).config_hash
+    (run / "result.json").write_text(json.dumps(result))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
+    assert code == 1 and "FAIL rules" in out and "learning_rate" in out
+
+
+def test_bad_input_is_exit_2_one_line(tmp_path, capsys):
+    not_bundle = tmp_path / "x.tar.gz"
+    not_bundle.write_text("not a tarball")
+    for args in ([not_bundle], [tmp_path / "missing.tar.gz"]):
+        code, _, err = verify(capsys, *args)
+        assert code == 2 and err.startswith("error: ") and err.count("\n") == 1
+    bad_key = tmp_path / "bad.pub"
+    bad_key.write_text("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+    code, _, err = verify(capsys, BUNDLE, "--pubkey", bad_key)
+    assert code == 2 and "not a PEM public key" in err and err.count("\n") == 1
+
+
+def test_a_valid_but_different_public_key_fails(tmp_path, capsys):
+    from harness.certify.signing import generate_keypair
+
+    generate_keypair(tmp_path / "other.key", tmp_path / "other.pub")
+    code, out, _ = verify(capsys, BUNDLE, "--pubkey", tmp_path / "other.pub")
+    assert code == 1 and "SIGNATURE: does not verify" in out
+
+
+def test_compare_two_bundles(tmp_path, capsys):
+    code = main(["certify", "compare", str(BUNDLE), str(BUNDLE), "--json"])
+    data = json.loads(capsys.readouterr().out)
+    assert code == 0 and len(data["points"]) == 1
+    point = data["points"][0]
+    assert point["ratio"] == pytest.approx(1.0) and point["beyond_noise"] is False
+    assert point["a"]["score"] > 0
+    assert main(["certify", "compare", str(BUNDLE), str(BUNDLE)]) == 0
+    assert "B/A | beyond noise" in capsys.readouterr().out
