@@ -169,12 +169,17 @@ def register_commands(cli: typer.Typer) -> None:
 
 @hookspec
 def certify_suites() -> list[Path]:
-    """Return certification suite files (TOML) this plugin provides, e.g.
-    ``[Path(__file__).parent / "suites" / "acme_llm.toml"]``.
+    """Return certification suite files (TOML) this plugin provides.
 
     ``harness certify suites`` lists them and ``harness certify run --suite <stem>`` runs
     them; the format is the built-in suites' (``harness/certify/suites/*.toml``). A suite
     named like a built-in one does not replace it.
+
+    Example::
+
+        @hookimpl
+        def certify_suites():
+            return [Path(__file__).parent / "suites" / "acme_llm.toml"]
     """
 
 

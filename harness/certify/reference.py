@@ -14,7 +14,8 @@ from harness.certify import convergence
 from harness.certify.evaluate import reparse_run
 from harness.certify.runner import CertifyObserver, CertifyRequest, _run_request
 from harness.certify.suite import Suite, plan_points
-from harness.errors import HarnessError, UnavailableError
+from harness.dispatch import HookRouter
+from harness.errors import HarnessError
 from harness.runner.pipeline import run_benchmark
 
 if TYPE_CHECKING:
@@ -28,9 +29,8 @@ def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite
                       folder: Path = convergence.REFERENCE_DIR,
                       observer: CertifyObserver | None = None) -> list[Path]:
     observer = observer or CertifyObserver()
-    devices = pm.hook.discover_devices(vendor=vendor)
-    if devices is None:
-        raise UnavailableError(f"no plugin discovers devices for vendor {vendor!r}")
+    registry.vendors.get(vendor)
+    devices = HookRouter(pm, registry).discover_devices(vendor)
     spec = suite.spec.suite
     points = [p for p in plan_points(suite, registry, devices.count) if not only or p.label in only]
     written = []

@@ -20,7 +20,8 @@ from harness.certify.evaluate import evaluate
 from harness.certify.record import Certification, PointRecord
 from harness.certify.suite import MIN_REPEATS, Suite, plan_points
 from harness.config_resolution import parse_set_pairs
-from harness.errors import HarnessError, UnavailableError, UserInputError
+from harness.dispatch import HookRouter
+from harness.errors import HarnessError, UserInputError
 from harness.results_io import atomic_write_text
 from harness.runner.pipeline import RunObserver, RunRequest, execute, plan
 
@@ -66,9 +67,8 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
     observer = observer or CertifyObserver()
     spec = request.suite.spec.suite
     registry.vendors.get(request.vendor)
-    devices = pm.hook.discover_devices(vendor=request.vendor)
-    if devices is None:
-        raise UnavailableError(f"no plugin discovers devices for vendor {request.vendor!r}")
+    router = HookRouter(pm, registry)
+    devices = router.discover_devices(request.vendor)
     points = plan_points(request.suite, registry, devices.count, request.framework)
     set_pairs = parse_set_pairs(request.set_pairs or [])
     rules.refuse_set_pairs(set_pairs, [registry.cases.get(p.case) for p in points])
@@ -108,9 +108,8 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
             record.refused = f"config does not resolve: {exc}"
             done += repeats
             continue
-        vendor_config = pm.hook.vendor_case_config(
-            vendor=request.vendor, case=case, framework=point.framework, nproc=point.nproc,
-            nnodes=point.nnodes, hardware_config=None)
+        vendor_config = router.vendor_case_config(
+            request.vendor, case, point.framework, point.nproc, point.nnodes, None)
         reference = rules.reference_config(case, point, request.vendor, spec.scale)
         verdict = rules.check_vendor_config(vendor_config, point.label)
         if verdict.passed:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pluggy
 import pytest
 
 from harness.certify.suite import BUILTIN_DIR, load_suite, plan_points, suite_sources
 from harness.cli.main import main
 from harness.errors import UserInputError
 
+hookimpl = pluggy.HookimplMarker("harness")
 GOOD = """
 [suite]
 name = "t"
@@ -92,10 +94,7 @@ def test_hook_certify_suites(tmp_path, registry):
     shadow.write_text(GOOD)
 
     class Plugin:
-        from harness.hookspecs import hookspec  # noqa: F401  (the marker's project name)
-        import pluggy
-
-        @pluggy.HookimplMarker("harness")
+        @hookimpl
         def certify_suites(self):
             return [mine, shadow]
 
