@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite, vendor: str,
                       seeds: list[int], workdir: Path, only: list[str] | None = None,
                       folder: Path = convergence.REFERENCE_DIR,
-                      observer: CertifyObserver | None = None) -> list[Path]:
+                      observer: CertifyObserver | None = None, env_mode: str = "auto") -> list[Path]:
     observer = observer or CertifyObserver()
     registry.vendors.get(vendor)
     devices = HookRouter(pm, registry).discover_devices(vendor)
@@ -36,7 +36,7 @@ def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite
     written = []
     total, done = len(points) * len(seeds), 0
     for point in points:
-        request = _run_request(point, CertifyRequest(suite=suite, vendor=vendor), spec.scale,
+        request = _run_request(point, CertifyRequest(suite=suite, vendor=vendor, env_mode=env_mode), spec.scale,
                                workdir / "runs", {})
         runs, result = {}, None
         for seed in seeds:

@@ -178,6 +178,7 @@ def register(app: typer.Typer, state) -> None:
         point: Annotated[Optional[list[str]], typer.Option(help="Only this point label (repeatable).")] = None,
         workdir: Annotated[Path, typer.Option(help="Folder for the reference runs.")] = Path("certifications/references"),
         into: Annotated[Optional[Path], typer.Option(help="Where to write the bands (default: harness/certify/references).")] = None,
+        env: Annotated[str, typer.Option(help="auto: the framework plugin's environment; current: this interpreter.")] = "auto",
     ) -> None:
         """Record convergence reference bands for a suite's points from runs with several
         seeds (maintainers; the bands are committed to the repository)."""
@@ -195,6 +196,6 @@ def register(app: typer.Typer, state) -> None:
         pm, registry = state.plugin_manager(), state.registry()
         loaded = load_suite(suite, registry, pm)
         written = record_references(pm, registry, loaded, vendor, seed_list, workdir, point,
-                                    into or convergence.REFERENCE_DIR, _progress_observer())
+                                    into or convergence.REFERENCE_DIR, _progress_observer(), env)
         for path in written:
             typer.echo(str(path))
