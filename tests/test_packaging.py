@@ -23,6 +23,9 @@ def test_wheel_contains_scripts_readers_and_configs(tmp_path):
         for path in (REPO / root).rglob("*"):
             if path.suffix in (".py", ".toml") and "__pycache__" not in path.parts:
                 expected.add(path.relative_to(REPO / root).as_posix())
+    for path in (REPO / "harness" / "certify").rglob("*"):  # suites and reference bands
+        if path.suffix in (".toml", ".json"):
+            expected.add(path.relative_to(REPO).as_posix())
     missing = sorted(expected - packaged)
     assert not missing, f"not in the wheel: {missing}"
 

@@ -113,7 +113,8 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
 def _planned(record: PointRecord) -> PlannedPoint:
     return PlannedPoint(label=record.label, case=record.case, framework=record.framework,
                         nproc=record.nproc, nnodes=record.nnodes, precision=record.precision,
-                        settings=record.settings)
+                        settings=record.settings, checkpoints=tuple(record.checkpoints),
+                        checkpoint_window=record.checkpoint_window)
 
 
 def evaluate(root: Path, registry: Registry) -> Evaluation:
@@ -180,7 +181,8 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         describe = f"{record.case} at {suite.scale} scale, {record.framework}, global batch {gbs}, {max_steps} steps"
         loss_runs = [(i, run.losses) for i, run in enumerate(runs, 1) if run.result is not None]
         checks.append(convergence.check_convergence(loss_runs, reference, label, describe))
-        summaries.append(_summary(record, runs, values, suite.checkpoints, suite.checkpoint_window))
+        summaries.append(_summary(record, runs, values, record.checkpoints or suite.checkpoints,
+                                  record.checkpoint_window))
 
     try:
         description = json.loads((root / "system.json").read_text(encoding="utf-8"))

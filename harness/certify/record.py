@@ -26,6 +26,8 @@ class PointRecord(BaseModel):
     nnodes: int
     precision: str | None
     settings: dict[str, ParamValue] = Field(description="The suite's fixed settings of this point.")
+    checkpoints: list[int] = Field(default_factory=list, description="Loss checkpoint steps.")
+    checkpoint_window: int = 1
     run_ids: list[str] = Field(default_factory=list, description="One run per repeat, in order.")
     refused: str | None = Field(None, description="Why the point was not run (a rule it broke).")
     errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")

@@ -53,7 +53,7 @@ def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite
         reference = convergence.make_reference(
             runs, case=point.case, scale=spec.scale, framework=point.framework,
             global_batch_size=result.global_batch_size, max_steps=result.max_steps,
-            checkpoints=spec.checkpoints, window=spec.checkpoint_window,
+            checkpoints=list(point.checkpoints), window=point.checkpoint_window,
             recorded_on=f"{vendor}: {device}")
         written.append(convergence.save_reference(reference, folder))
     return written

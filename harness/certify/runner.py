@@ -98,7 +98,8 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
     for point in points:
         record = PointRecord(label=point.label, case=point.case, framework=point.framework,
                              nproc=point.nproc, nnodes=point.nnodes, precision=point.precision,
-                             settings=point.settings)
+                             settings=point.settings, checkpoints=list(point.checkpoints),
+                             checkpoint_window=point.checkpoint_window)
         records.append(record)
         case = registry.cases.get(point.case)
         run_request = _run_request(point, request, spec.scale, runs_dir, set_pairs)

@@ -67,6 +67,8 @@ class SuitePoint(BaseModel):
     precision: Literal["fp32", "fp16", "bf16"] | None = None
     framework: str | None = None
     set: dict[str, ParamValue] = Field(default_factory=dict)
+    checkpoints: list[int] | None = Field(None, min_length=1, description="Instead of the suite's.")
+    checkpoint_window: int | None = Field(None, ge=1, description="Instead of the suite's.")
 
 
 class SuiteFile(BaseModel):
@@ -87,6 +89,8 @@ class PlannedPoint:
     nnodes: int
     precision: str | None
     settings: dict[str, ParamValue]  # the suite's fixed settings: steps, batch, ...
+    checkpoints: tuple[int, ...] = ()
+    checkpoint_window: int = 1
 
 
 @dataclass(frozen=True)
@@ -195,9 +199,11 @@ def plan_points(suite: Suite, registry: Registry, device_count: int,
             if label in seen:
                 continue
             seen.add(label)
-            planned.append(PlannedPoint(label=label, case=point.case, framework=chosen,
-                                        nproc=count, nnodes=point.nnodes, precision=precision,
-                                        settings=settings))
+            planned.append(PlannedPoint(
+                label=label, case=point.case, framework=chosen, nproc=count, nnodes=point.nnodes,
+                precision=precision, settings=settings,
+                checkpoints=tuple(point.checkpoints or spec.checkpoints),
+                checkpoint_window=point.checkpoint_window or spec.checkpoint_window))
     return planned
 
 
