@@ -135,7 +135,11 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
     elif cert.repeats < 3:
         checks.append(failed("suite", f"{cert.repeats} repeats per point; at least 3 are needed"))
     else:
-        note = f"; deviations: {'; '.join(cert.deviations)}" if cert.deviations else ""
+        # The repeats deviation is recomputed from the suite, not taken from the claim.
+        deviations = [d for d in cert.deviations if "repeats per point" not in d]
+        if cert.repeats < suite.repeats:
+            deviations.insert(0, f"{cert.repeats} repeats per point instead of the suite's {suite.repeats}")
+        note = f"; deviations: {'; '.join(deviations)}" if deviations else ""
         checks.append(passed("suite", f"suite {suite.name!r} ({cert.suite_source}), {len(cert.points)} "
                              f"points x {cert.repeats} repeats at {suite.scale} scale{note}"))
 

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 class VerifyOutcome:
     integrity: bundle.IntegrityReport
     checks: list[Check] = field(default_factory=list)
+    summaries: list = field(default_factory=list)
     claim_mismatches: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     certification: Certification | None = None
@@ -43,6 +44,11 @@ class VerifyOutcome:
         for check in self.checks:
             where = f" [{check.point}]" if check.point else ""
             out.append(f"{'pass' if check.passed else 'FAIL'} {check.name}{where}: {check.reason}")
+        for summary in self.summaries:
+            if summary.score is not None:
+                cv = f", CV {summary.cv:.2%}" if summary.cv is not None else ""
+                out.append(f"score {summary.label}: {summary.score:,.2f} {summary.unit} (olympic, "
+                           f"recomputed{cv})")
         out += [f"claim: {m}" for m in self.claim_mismatches]
         out += [f"problem: {p}" for p in self.problems]
         if self.certification and self.certification.deviations:
@@ -67,6 +73,7 @@ def verify_bundle(path: Path, registry: Registry, pubkey: Path | None = None) ->
             outcome.problems.append(f"cannot re-evaluate the bundle: {str(exc).splitlines()[0]}")
             return outcome
         outcome.checks = evaluation.checks
+        outcome.summaries = evaluation.summaries
         outcome.claim_mismatches = _compare_claims(claimed, evaluation)
         return outcome
 

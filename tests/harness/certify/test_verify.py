@@ -128,3 +128,18 @@ def test_compare_two_bundles(tmp_path, capsys):
     assert point["a"]["score"] > 0
     assert main(["certify", "compare", str(BUNDLE), str(BUNDLE)]) == 0
     assert "B/A | beyond noise" in capsys.readouterr().out
+
+
+def test_fewer_repeats_than_the_suite_are_shown_whatever_the_claim_says(tmp_path, capsys):
+    folder = unpack(tmp_path)
+    suite = folder / "suite.toml"
+    suite.write_text(suite.read_text().replace("repeats = 3", "repeats = 4"))
+    cert_path = folder / "certification.json"
+    cert = json.loads(cert_path.read_text())
+    import hashlib
+
+    cert["suite_sha256"] = hashlib.sha256(suite.read_text().encode()).hexdigest()
+    cert_path.write_text(json.dumps(cert))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
+    # A reduced repeat count is allowed (--repeats) but always shown, recomputed from the suite.
+    assert code == 0 and "3 repeats per point instead of the suite's 4" in out
