@@ -74,6 +74,8 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
             evidence.problems.append(f"{rel}/config.json: its hash differs from result.json's config_hash")
     except (OSError, ValueError, ValidationError) as exc:
         evidence.problems.append(f"{rel}/config.json: unreadable ({type(exc).__name__})")
+    if result.config.config_hash != result.config_hash:
+        evidence.problems.append(f"{rel}/result.json: its config does not hash to its config_hash")
     if result.run_id != run_id:
         evidence.problems.append(f"{rel}/result.json: run_id {result.run_id!r} is not the folder's")
     log_path = folder / result.log_file

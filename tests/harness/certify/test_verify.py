@@ -143,3 +143,15 @@ def test_fewer_repeats_than_the_suite_are_shown_whatever_the_claim_says(tmp_path
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
     # A reduced repeat count is allowed (--repeats) but always shown, recomputed from the suite.
     assert code == 0 and "3 repeats per point instead of the suite's 4" in out
+
+
+def test_a_moved_warm_up_window_in_a_result_fails(tmp_path, capsys):
+    """skip_steps edited in result.json to change which steps FINAL_RESULT averages."""
+    folder = unpack(tmp_path)
+    result_path = first_run(folder) / "result.json"
+    result = json.loads(result_path.read_text())
+    result["config"]["settings"]["skip_steps"] = 1
+    result_path.write_text(json.dumps(result))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
+    rel = result_path.relative_to(folder).as_posix()
+    assert code == 1 and f"{rel}: its config does not hash to its config_hash" in out
