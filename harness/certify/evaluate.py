@@ -9,6 +9,7 @@ convergence are checked from the re-parsed numbers and the installed case catalo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -128,8 +129,6 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
     evidence_by_point: dict[str, list[RunEvidence]] = {}
 
     suite_text = (root / "suite.toml").read_text(encoding="utf-8")
-    import hashlib
-
     spec = parse_suite_text(suite_text, "suite.toml")
     suite = spec.suite
     if hashlib.sha256(suite_text.encode()).hexdigest() != cert.suite_sha256:

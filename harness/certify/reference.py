@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from harness.certify import convergence
 from harness.certify.evaluate import reparse_run
-from harness.certify.runner import CertifyObserver, CertifyRequest, _run_request
+from harness.certify.runner import CertifyObserver, CertifyRequest, run_request_for
 from harness.certify.suite import Suite, plan_points
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError
@@ -36,8 +36,8 @@ def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite
     written = []
     total, done = len(points) * len(seeds), 0
     for point in points:
-        request = _run_request(point, CertifyRequest(suite=suite, vendor=vendor, env_mode=env_mode), spec.scale,
-                               workdir / "runs", {})
+        request = run_request_for(point, CertifyRequest(suite=suite, vendor=vendor, env_mode=env_mode),
+                                  spec.scale, workdir / "runs", {})
         runs, result = {}, None
         for seed in seeds:
             done += 1

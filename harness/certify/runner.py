@@ -18,6 +18,7 @@ from harness import __version__
 from harness.certify import bundle, rules, sysinfo
 from harness.certify.evaluate import evaluate
 from harness.certify.record import Certification, PointRecord
+from harness.certify.report import write_certification_report
 from harness.certify.suite import MIN_REPEATS, Suite, plan_points
 from harness.config_resolution import parse_set_pairs
 from harness.dispatch import HookRouter
@@ -102,7 +103,7 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
                              checkpoint_window=point.checkpoint_window)
         records.append(record)
         case = registry.cases.get(point.case)
-        run_request = _run_request(point, request, spec.scale, runs_dir, set_pairs)
+        run_request = run_request_for(point, request, spec.scale, runs_dir, set_pairs)
         try:
             context = plan(pm, registry, run_request)
         except HarnessError as exc:
@@ -143,8 +144,6 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
     )
     _write(folder, cert)
     conclude(folder, registry, cert)
-    from harness.certify.report import write_certification_report
-
     write_certification_report(folder, registry)
     out = bundle.write_bundle(folder, folder.with_name(folder.name + ".tar.gz"), request.private_key)
     return CertifyOutcome(certification=cert, folder=folder, bundle_path=out)
@@ -165,8 +164,10 @@ def _write(folder: Path, cert: Certification) -> None:
     atomic_write_text(folder / "certification.json", cert.model_dump_json(indent=2) + "\n")
 
 
-def _run_request(point, request: CertifyRequest, scale: str, runs_dir: Path,
-                 set_pairs: dict[str, str]) -> RunRequest:
+def run_request_for(point, request: CertifyRequest, scale: str, runs_dir: Path,
+                    set_pairs: dict[str, str]) -> RunRequest:
+    """The library request of one repeat: the suite's step count as ``max_steps``, its other
+    fixed settings and the vendor's ``--set`` tuning as set pairs, one repeat per run."""
     suite_settings = dict(point.settings)
     max_steps = suite_settings.pop("max_steps", None)
     pairs = [f"{k}={v}" for k, v in suite_settings.items()] + [f"{k}={v}" for k, v in set_pairs.items()]
