@@ -4,9 +4,11 @@ Reference bands are recorded from reference runs (``harness certify reference``)
 seeds and stored in the repository, one JSON file per case, scale, framework, global batch
 and step count (``harness/certify/references/``). At each checkpoint the loss is the mean of
 the last ``window`` logged losses up to it, which smooths batch-to-batch noise. The band is
-the references' mean +- max(SIGMAS x their standard deviation, FLOOR x the mean): the seeds'
-spread covers what differs between honest runs (initialisation, sample order, kernels'
-rounding); a wrong learning rate or a broken kernel moves the curve far outside it.
+centred on the reference run with the suite's own (locked) seed, which an honest run of the
+same config reproduces up to the kernels' rounding, and reaches max(SIGMAS x the standard
+deviation over all seeds, FLOOR x the loss) either side: the seeds' spread bounds what can
+differ between honest runs (initialisation, sample order, rounding that compounds); a wrong
+learning rate or a broken kernel moves the curve far outside it.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ FLOOR = 0.01  # 1% of the loss: the least band width, when the seeds happen to a
 
 class Band(BaseModel):
     step: int
-    mean: float
+    mean: float = Field(description="Loss of the centre seed's run (the band's centre).")
     low: float
     high: float
     values: list[float] = Field(description="Each reference run's loss at this checkpoint.")
@@ -42,6 +44,7 @@ class Reference(BaseModel):
     max_steps: int
     window: int
     seeds: list[int]
+    center_seed: int = Field(description="The suite's seed: the run the band is centred on.")
     recorded_on: str = Field(description="Device and vendor the references ran on.")
     bands: list[Band]
 
@@ -71,24 +74,25 @@ def checkpoint_losses(losses: Sequence[tuple[int, float]], checkpoints: Sequence
     return out
 
 
-def make_reference(runs: dict[int, Sequence[tuple[int, float]]], *, case: str, scale: str,
-                   framework: str, global_batch_size: int, max_steps: int,
+def make_reference(runs: dict[int, Sequence[tuple[int, float]]], *, center_seed: int, case: str,
+                   scale: str, framework: str, global_batch_size: int, max_steps: int,
                    checkpoints: Sequence[int], window: int, recorded_on: str) -> Reference:
-    """A reference from runs with different seeds: seed -> (step, loss) pairs."""
-    if len(runs) < 2:
-        raise ValueError("a reference band needs runs with at least two seeds")
+    """A reference from runs with different seeds (seed -> (step, loss) pairs), one of them
+    ``center_seed``, the seed certified runs use."""
+    if len(runs) < 3 or center_seed not in runs:
+        raise ValueError(f"a reference band needs runs with at least three seeds, {center_seed} among them")
     bands = []
     per_seed = {seed: checkpoint_losses(losses, checkpoints, window) for seed, losses in runs.items()}
     for step in checkpoints:
         values = [per_seed[seed][step] for seed in sorted(runs)]
         if any(v is None for v in values):
             raise ValueError(f"a reference run logged no loss up to checkpoint {step}")
-        mean = statistics.fmean(values)
-        half = max(SIGMAS * statistics.stdev(values), FLOOR * abs(mean))
-        bands.append(Band(step=step, mean=mean, low=mean - half, high=mean + half, values=values))
+        center = per_seed[center_seed][step]
+        half = max(SIGMAS * statistics.stdev(values), FLOOR * abs(center))
+        bands.append(Band(step=step, mean=center, low=center - half, high=center + half, values=values))
     return Reference(case=case, scale=scale, framework=framework, global_batch_size=global_batch_size,
-                     max_steps=max_steps, window=window, seeds=sorted(runs), recorded_on=recorded_on,
-                     bands=bands)
+                     max_steps=max_steps, window=window, seeds=sorted(runs), center_seed=center_seed,
+                     recorded_on=recorded_on, bands=bands)
 
 
 def save_reference(reference: Reference, folder: Path = REFERENCE_DIR) -> Path:

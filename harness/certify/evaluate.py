@@ -23,7 +23,9 @@ from harness.certify.checks import Check, failed, passed
 from harness.certify.record import Certification, PointRecord, PointSummary
 from harness.certify.suite import PlannedPoint, parse_suite_text
 from harness.errors import HarnessError
-from harness.metrics import mean_throughput, measured_steps
+from harness.logparse.summary import stream_log
+from harness.result_builder import repeat_figures
+from harness.runner.pipeline import config_log_hints
 from harness.models import BenchmarkResult, ResolvedConfig
 
 if TYPE_CHECKING:
@@ -92,10 +94,10 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
     if not log_path.is_file():
         evidence.problems.append(f"{rel}/{result.log_file}: missing")
         return evidence
-    parsed = log_format.parse_file(log_path, seq_len=result.config.params.get("seq_len"))
-    evidence.losses = [(s.step, s.loss) for s in parsed.steps if s.loss is not None]
-    if parsed.steps:
-        evidence.final = mean_throughput(measured_steps(parsed.steps, result.config.settings.skip_steps))
+    # Read as the run itself read it: the same streaming reader, hints and FINAL_RESULT rule.
+    reading = stream_log(log_path, log_format, **config_log_hints(result.config))
+    evidence.losses = list(reading.summary.loss.points)
+    evidence.final = repeat_figures(reading, result.config.settings.skip_steps).final
     claimed = result.throughput.value if result.throughput else None
     if result.status == "success":
         if claimed is None or evidence.final is None or not _close(claimed, evidence.final):

@@ -1,8 +1,9 @@
 """``certify reference``: record the convergence bands of a suite's points.
 
 Each point runs once per seed (the only key that differs between the runs), outside
-certification (the seed is locked there); the loss at the suite's checkpoints over the seeds
-gives the band (``convergence.make_reference``), saved in the repository's reference folder.
+certification (the seed is locked there), and once with the suite's own seed, on which the
+band is centred; the loss at the checkpoints over the seeds gives the band's width
+(``convergence.make_reference``). The bands are saved in the repository's reference folder.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.certify import convergence
+from harness.certify import convergence, rules
 from harness.certify.evaluate import reparse_run
 from harness.certify.runner import CertifyObserver, CertifyRequest, run_request_for
 from harness.certify.suite import Suite, plan_points
@@ -34,14 +35,16 @@ def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite
     spec = suite.spec.suite
     points = [p for p in plan_points(suite, registry, devices.count) if not only or p.label in only]
     written = []
-    total, done = len(points) * len(seeds), 0
+    total, done = len(points) * (len(seeds) + 1), 0
     for point in points:
         request = run_request_for(point, CertifyRequest(suite=suite, vendor=vendor, env_mode=env_mode),
                                   spec.scale, workdir / "runs", {})
+        case = registry.cases.get(point.case)
+        locked_seed = rules.reference_config(case, point, vendor, spec.scale).settings.seed
         runs, result = {}, None
-        for seed in seeds:
+        for seed in sorted(set(seeds) | {locked_seed}):
             done += 1
-            observer.point(point.label, seed, len(seeds), done, total)
+            observer.point(point.label, seed, len(seeds) + 1, done, total)
             request.set_pairs = [p for p in request.set_pairs if not p.startswith("seed=")] + [f"seed={seed}"]
             report = run_benchmark(pm, request, observer, registry)
             result = report.result
@@ -49,11 +52,16 @@ def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite
                 raise HarnessError(f"reference run {result.run_id} ({point.label}, seed {seed}) "
                                    f"failed: {result.failure_reason}")
             runs[seed] = reparse_run(registry, workdir, result.run_id).losses
-        device = result.devices.devices[0].name if result and result.devices and result.devices.devices else "?"
-        reference = convergence.make_reference(
-            runs, case=point.case, scale=spec.scale, framework=point.framework,
-            global_batch_size=result.global_batch_size, max_steps=result.max_steps,
-            checkpoints=list(point.checkpoints), window=point.checkpoint_window,
-            recorded_on=f"{vendor}: {device}")
-        written.append(convergence.save_reference(reference, folder))
+        written.append(convergence.save_reference(reference_from_runs(
+            runs, locked_seed, point, spec.scale, result, vendor), folder))
     return written
+
+
+def reference_from_runs(runs, center_seed: int, point, scale: str, result, vendor: str):
+    """The band of one point from its reference runs (seed -> (step, loss) pairs)."""
+    device = result.devices.devices[0].name if result.devices and result.devices.devices else "?"
+    return convergence.make_reference(
+        runs, center_seed=center_seed, case=point.case, scale=scale, framework=point.framework,
+        global_batch_size=result.global_batch_size, max_steps=result.max_steps,
+        checkpoints=list(point.checkpoints), window=point.checkpoint_window,
+        recorded_on=f"{vendor}: {device}")

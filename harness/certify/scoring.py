@@ -6,7 +6,7 @@ import statistics
 from collections.abc import Sequence
 
 from harness.certify.checks import Check, failed, passed
-from harness.metrics import coefficient_of_variation
+from harness.stats import coefficient_of_variation
 
 
 def olympic_score(values: Sequence[float]) -> float | None:

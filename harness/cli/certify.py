@@ -9,6 +9,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.options import EnvChoice, EnvOption
+
 EXIT_FAILED = 1
 
 
@@ -67,7 +69,7 @@ def register(app: typer.Typer, state) -> None:
         framework: Annotated[Optional[str], typer.Option(help="Framework for every point (recorded as a deviation).")] = None,
         set_: Annotated[Optional[list[str]], typer.Option(
             "--set", help="Vendor tuning key=value (repeatable); only keys every case of the suite lets vendors tune, never the measurement window.")] = None,
-        env: Annotated[str, typer.Option(help="auto: the framework plugin's environment; current: this interpreter.")] = "auto",
+        env: EnvOption = EnvChoice.auto,
     ) -> int:
         """Run every point of a suite N times, check every rule, write the report and one
         .tar.gz bundle; the bundle path is the last line of stdout. Exit 0 when every check
@@ -75,16 +77,12 @@ def register(app: typer.Typer, state) -> None:
         from harness.certify.runner import CertifyRequest, run_certification
         from harness.certify.signing import load_private_key
         from harness.certify.suite import load_suite
-        from harness.errors import UserInputError
-
-        if env not in ("auto", "current"):
-            raise UserInputError(f"--env {env!r}: expected auto or current")
         pm, registry = state.plugin_manager(), state.registry()
         private_key = load_private_key(key) if key is not None else None
         loaded = load_suite(suite, registry, pm)
         outcome = run_certification(pm, registry, CertifyRequest(
             suite=loaded, vendor=vendor, output=output, repeats=repeats, set_pairs=list(set_ or []),
-            framework=framework, private_key=private_key, env_mode=env,
+            framework=framework, private_key=private_key, env_mode=env.value,
         ), _progress_observer())
         cert = outcome.certification
         for check in cert.checks:
@@ -174,11 +172,11 @@ def register(app: typer.Typer, state) -> None:
     def reference_command(
         vendor: Annotated[str, typer.Option(help="Vendor plugin the reference runs use.")],
         suite: Annotated[str, typer.Option(help="Suite whose points get reference bands.")] = "smoke",
-        seeds: Annotated[str, typer.Option(help="Comma-separated seeds, one reference run each (at least 2).")] = "1,2,3,4",
+        seeds: Annotated[str, typer.Option(help="Comma-separated seeds, one reference run each (at least 2), besides the suite's own seed, on which the band is centred.")] = "1,2,3,4",
         point: Annotated[Optional[list[str]], typer.Option(help="Only this point label (repeatable).")] = None,
         workdir: Annotated[Path, typer.Option(help="Folder for the reference runs.")] = Path("certifications/references"),
         into: Annotated[Optional[Path], typer.Option(help="Where to write the bands (default: harness/certify/references).")] = None,
-        env: Annotated[str, typer.Option(help="auto: the framework plugin's environment; current: this interpreter.")] = "auto",
+        env: EnvOption = EnvChoice.auto,
     ) -> None:
         """Record convergence reference bands for a suite's points from runs with several
         seeds (maintainers; the bands are committed to the repository)."""
@@ -196,6 +194,6 @@ def register(app: typer.Typer, state) -> None:
         pm, registry = state.plugin_manager(), state.registry()
         loaded = load_suite(suite, registry, pm)
         written = record_references(pm, registry, loaded, vendor, seed_list, workdir, point,
-                                    into or convergence.REFERENCE_DIR, _progress_observer(), env)
+                                    into or convergence.REFERENCE_DIR, _progress_observer(), env.value)
         for path in written:
             typer.echo(str(path))

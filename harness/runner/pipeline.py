@@ -38,7 +38,7 @@ from harness.store import ResultStore
 if TYPE_CHECKING:
     import pluggy
 
-    from harness.models import CaseSpec, DatasetInfo, ExecutionEnv, LaunchSpec
+    from harness.models import CaseSpec, DatasetInfo, ExecutionEnv, LaunchSpec, ResolvedConfig
 
 __all__ = ["RunObserver", "RunReport", "RunRequest", "execute", "plan", "read_log",
            "run_benchmark"]
@@ -246,8 +246,13 @@ def read_log(router: HookRouter, context: RunContext, launch: LaunchSpec,
 def log_hints(context: RunContext) -> dict[str, int | None]:
     """What a run's log may not say but its config knows: process count, micro batch and
     sequence length (per-process figures are scaled to the job, samples to tokens)."""
-    settings = context.config.settings
-    seq_len = context.config.params.get("seq_len")
+    return config_log_hints(context.config)
+
+
+def config_log_hints(config: ResolvedConfig) -> dict[str, int | None]:
+    """``log_hints`` from a resolved config alone (re-reading a recorded run's log)."""
+    settings = config.settings
+    seq_len = config.params.get("seq_len")
     return {"gpus": settings.world_size, "batch_size": settings.micro_batch_size,
             "seq_len": int(seq_len) if isinstance(seq_len, (int, float)) else None}
 

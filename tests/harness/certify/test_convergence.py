@@ -24,11 +24,12 @@ def test_checkpoint_losses_are_windowed_means():
 
 
 def test_band_from_seeds_and_check(tmp_path):
-    runs = {1: curve(1.0), 2: curve(1.002), 3: curve(0.999), 4: curve(1.001)}
-    ref = make_reference(runs, case="c", scale="smoke", framework="f", global_batch_size=8,
+    runs = {1: curve(1.0), 2: curve(1.002), 3: curve(0.999), 1234: curve(1.001)}
+    ref = make_reference(runs, center_seed=1234, case="c", scale="smoke", framework="f", global_batch_size=8,
                          max_steps=12, checkpoints=[4, 8, 12], window=3, recorded_on="cpu")
     for band in ref.bands:
         assert band.low < band.mean < band.high and len(band.values) == 4
+        assert band.mean == checkpoint_losses(runs[1234], [band.step], 3)[band.step]  # centred
     save_reference(ref, tmp_path)
     assert load_reference("c", "smoke", "f", 8, 12, tmp_path) == ref
     assert load_reference("c", "smoke", "f", 16, 12, tmp_path) is None
@@ -44,7 +45,11 @@ def test_no_reference_fails_with_the_command_to_record_one():
     assert not verdict.passed and "harness certify reference" in verdict.reason
 
 
-def test_a_band_needs_two_seeds():
+def test_a_band_needs_three_seeds_with_the_centre_among_them():
     with pytest.raises(ValueError):
-        make_reference({1: curve(1.0)}, case="c", scale="smoke", framework="f", global_batch_size=8,
+        make_reference({1: curve(1.0), 2: curve(1.0), 3: curve(1.0)}, center_seed=1234, case="c",
+                       scale="smoke", framework="f", global_batch_size=8, max_steps=12,
+                       checkpoints=[4], window=1, recorded_on="cpu")
+    with pytest.raises(ValueError):
+        make_reference({1: curve(1.0), 1234: curve(1.0)}, center_seed=1234, case="c", scale="smoke", framework="f", global_batch_size=8,
                        max_steps=12, checkpoints=[4], window=1, recorded_on="cpu")
