@@ -15,13 +15,15 @@ from harness.certify.checks import Check, failed, passed
 from harness.config_resolution import resolve_config
 from harness.errors import UserInputError
 from harness.measurement_window import LOCKED_KEYS, locked_differences, locked_keys_touched
+from harness.models import ResolvedConfig
 
 if TYPE_CHECKING:
     from harness.certify.suite import PlannedPoint
-    from harness.models import CaseSpec, ResolvedConfig
+    from harness.models import CaseSpec
     from harness.models.vendor_config import VendorCaseConfig
 
-_IGNORED = frozenset({"timeout_s", "hang_timeout_s"})  # limits of the run, not of the work
+#: Limits of the run, not of the work (the config hash leaves them out too).
+_IGNORED = frozenset({"timeout_s", "hang_timeout_s", "rendezvous_timeout_s"})
 
 
 def refuse_set_pairs(pairs: dict[str, str], cases: list[CaseSpec]) -> None:
@@ -70,10 +72,9 @@ def reference_config(case: CaseSpec, point: PlannedPoint, vendor: str, scale: st
 
 
 def _flat(config: ResolvedConfig | dict[str, Any]) -> dict[str, Any]:
-    if isinstance(config, dict):
-        settings, params = dict(config["settings"]), dict(config["params"])
-    else:
-        settings, params = config.settings.model_dump(), dict(config.params)
+    if isinstance(config, dict):  # a recorded config.json: read as the model reads it
+        config = ResolvedConfig.model_validate(config)
+    settings, params = config.settings.model_dump(), dict(config.params)
     for computed in ("world_size", "run_mode", "global_batch_size"):
         settings.pop(computed, None)
     return {**settings, **params}

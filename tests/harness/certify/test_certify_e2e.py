@@ -28,6 +28,14 @@ def test_smoke_suite_certifies_and_verifies(tmp_path, capsys, pm, registry):
     cert = json.loads((bundle.parent / bundle.name.removesuffix(".tar.gz") / "certification.json").read_text())
     assert len(cert["points"]) == 6 and cert["repeats"] == 3
     assert all(len(p["run_ids"]) == 3 for p in cert["points"])
+    folder = bundle.parent / bundle.name.removesuffix(".tar.gz")
+    for run_id in cert["points"][0]["run_ids"]:
+        result = json.loads((folder / "runs" / run_id / "result.json").read_text())
+        assert result["modified"] == []  # the suite's window is the suite's, not a modification
+        assert result["config"]["sources"]["skip_steps"] == "suite:smoke"
+        assert result["provenance"] and result["readback"]
+    system = json.loads((folder / "system.json").read_text())
+    assert len(system["provenance"]) == 18  # every run's provenance in the system description
     # Every check must pass except, on a machine shared with other work, the noise bound:
     # throughput there depends on the neighbours' load, which no test controls.
     failing = [c for c in cert["checks"] if not c["passed"]]
