@@ -12,6 +12,9 @@ from pathlib import Path
 from harness.models import BenchmarkResult, CaseSpec, LegacyIndex
 
 
+#: Decimals of FINAL_RESULT in the legacy index JSON (verifiers compare with this rounding).
+LEGACY_DECIMALS = 3
+
 def new_run_id(case: str, framework: str, vendor: str) -> str:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
     return f"{stamp}-{case}-{framework}-{vendor}-{secrets.token_hex(2)}"
@@ -66,7 +69,7 @@ def legacy_index(result: BenchmarkResult, case: CaseSpec, log_file: str) -> Lega
         run_mode=result.run_mode,
         index=1,
         gpu_num=result.nproc * result.nnodes,
-        FINAL_RESULT=0.0 if failed or result.throughput is None else round(result.throughput.value, 3),
+        FINAL_RESULT=0.0 if failed or result.throughput is None else round(result.throughput.value, LEGACY_DECIMALS),
         JOB_FAIL_FLAG=1 if failed else 0,
         UNIT=case.unit,
     )

@@ -25,6 +25,7 @@ from harness.certify.suite import PlannedPoint, parse_suite_text
 from harness.errors import HarnessError
 from harness.logparse.summary import stream_log
 from harness.result_builder import repeat_figures
+from harness.results_io import LEGACY_DECIMALS
 from harness.runner.pipeline import config_log_hints
 from harness.models import BenchmarkResult, ResolvedConfig
 
@@ -109,7 +110,9 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
             except ValueError:
                 evidence.problems.append(f"{rel}/index/{index_file.name}: not JSON")
                 continue
-            if evidence.final is None or not isinstance(value, (int, float)) or not _close(value, evidence.final):
+            # The legacy index carries FINAL_RESULT rounded to LEGACY_DECIMALS.
+            if (evidence.final is None or not isinstance(value, (int, float))
+                    or not _close(value, round(evidence.final, LEGACY_DECIMALS))):
                 evidence.problems.append(
                     f"{rel}/index/{index_file.name}: FINAL_RESULT {value} claimed, its log gives {evidence.final}")
     return evidence
