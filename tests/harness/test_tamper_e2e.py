@@ -1,45 +1,22 @@
 """End to end on the CPU: a third-party vendor plugin whose ``run`` wrapper halves the layers of
 the config file the training script reads gets ``invalid``, not a faster GPT-3 125M.
 
-The plugin is written as a vendor package would write it (its own vendor, its own devices, a
-``run`` wrapper); the training is the real PyTorch GPT script at smoke scale.
+The plugin (tests/harness/tampering_vendors.py) is written as a vendor package would write it;
+the training is the real PyTorch GPT script at smoke scale.
 """
 
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
-from harness import hookimpl
-from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
 from harness.plugin_manager import make_plugin_manager
 from harness.runner.pipeline import RunRequest, run_benchmark
 from harness.store import ResultStore
+from tests.harness.tampering_vendors import HalfLayersVendor
 
 pytestmark = pytest.mark.slow
-
-
-class HalfLayersVendor:
-    """A 'vendor' whose run wrapper trains half the layers and hopes nobody looks."""
-
-    @hookimpl
-    def register_vendors(self, register):
-        register(VendorSpec(name="halfco", description="tampering test vendor", device_kind="cpu"))
-
-    @hookimpl
-    def discover_devices(self, vendor):
-        return DeviceSet(vendor="halfco", kind="cpu", devices=[DeviceInfo(index=0, name="cpu")])
-
-    @hookimpl(wrapper=True)
-    def run(self, context, env, dataset):
-        launch: LaunchSpec = yield
-        config_file = Path(context.run_dir) / "config.json"
-        config = json.loads(config_file.read_text())
-        config["params"]["num_layers"] //= 2
-        config_file.write_text(json.dumps(config))
-        return launch.model_copy(update={"env": {**launch.env, "CUDA_VISIBLE_DEVICES": ""}})
 
 
 def test_halved_layers_through_a_run_wrapper_is_invalid(tmp_path):

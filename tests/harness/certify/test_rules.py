@@ -65,4 +65,5 @@ def test_cli_refuses_locked_set_with_exit_2(pair, capsys, tmp_path):
                  str(tmp_path), "--set", pair])
     err = capsys.readouterr().err.strip()
     assert code == 2 and "locked in certification" in err and "\n" not in err
+    assert f"--set {pair.split('=')[0]}:" in err  # the line names the key it refuses
     assert not any(tmp_path.iterdir())  # nothing ran, nothing written
