@@ -133,9 +133,14 @@ def test_the_chip_certifies_and_its_bundle_verifies(chip_env, tmp_path):
     folder = bundle.parent / bundle.name.removesuffix(".tar.gz")
     cert = json.loads((folder / "certification.json").read_text())
     by_name = {c["name"]: c for c in cert["checks"]}
-    assert "vendor-tuned keys: attention_backend='auto', fused_optimizer=False" in by_name["rules"]["reason"] \
-        or "vendor-tuned keys: fused_optimizer=False" in by_name["rules"]["reason"], by_name["rules"]
-    assert by_name["convergence"]["passed"] and "global batch 8" in by_name["convergence"]["reason"]
+    # Its configs/gpt3_125M/pytorch/default.toml differs from the suite in fused_optimizer only.
+    assert by_name["rules"]["passed"] and by_name["rules"]["reason"].endswith(
+        "vendor-tuned keys: fused_optimizer=False"), by_name["rules"]
+    # Judged against the smoke band of gpt3_125M at the suite's global batch (8) and 12 steps.
+    assert by_name["convergence"]["passed"], by_name["convergence"]
+    for run_id in cert["points"][0]["run_ids"]:
+        result = json.loads((folder / "runs" / run_id / "result.json").read_text())
+        assert result["global_batch_size"] == 8 and result["max_steps"] == 12
     # Every check passes except, on a machine shared with other work, the noise bound:
     # throughput there depends on the neighbours' load, which no test controls.
     failing = [c for c in cert["checks"] if not c["passed"]]
