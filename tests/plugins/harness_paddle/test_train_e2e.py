@@ -25,7 +25,8 @@ def _check(result: dict, index: dict, unit: str) -> None:
 def test_gpt_smoke_and_environment_reuse(harness_cli, tmp_path):
     result = smoke_result(harness_cli, "--case", "gpt3_6.7B", "--framework", "paddle")
     _check(result, legacy_index(tmp_path, result), "tokens/s")
-    assert result["steps_completed"] == 30 and result["loss_final"] < 0.75 * result["loss_first"]
+    # The loss falls by more than a nat in 30 steps, as in the PyTorch smoke test.
+    assert result["steps_completed"] == 30 and result["loss_final"] < result["loss_first"] - 1.0
     # The second run of the case reuses the environment and says so, quickly.
     proc = harness_cli("run", "--vendor", "cpu", "--scale", "smoke", "--case", "gpt3_6.7B",
                        "--framework", "paddle", "--max-steps", "3", "--json")
