@@ -51,14 +51,13 @@ def _file_sha(path: Path) -> str:
 
 
 def display_path(path: Path) -> str:
-    """A script's path as an import root sees it (``harness_pytorch/scripts/train_gpt.py``),
-    so results from different machines name the same file alike; absolute when outside them."""
+    """A script's path from its top-level package (``harness_pytorch/scripts/train_gpt.py``),
+    so results from different machines and processes name the same file alike, whatever is
+    on ``sys.path``; absolute for a file outside any package."""
     resolved = path.resolve()
-    roots = sorted((Path(entry).resolve() for entry in sys.path if entry),
-                   key=lambda root: len(root.parts), reverse=True)
-    for root in roots:
-        if root in resolved.parents:
-            return resolved.relative_to(root).as_posix()
+    packages = [parent for parent in resolved.parents if (parent / "__init__.py").is_file()]
+    if packages:
+        return resolved.relative_to(packages[-1].parent).as_posix()
     return str(resolved)
 
 

@@ -85,3 +85,18 @@ def test_the_vendor_config_file_is_digested(tmp_path):
     pm = make_plugin_manager(load_entrypoints=False)
     digests = code_digests(pm, set(), str(config_file))
     assert digests["vendor_config"] == __import__("hashlib").sha256(config_file.read_bytes()).hexdigest()
+
+
+def test_script_paths_are_named_from_their_package_whatever_is_on_sys_path(monkeypatch):
+    """A test or tool that puts a scripts folder on sys.path must not change the recorded name."""
+    import sys
+    from pathlib import Path
+
+    import harness_pytorch
+
+    from harness.provenance import display_path
+
+    script = Path(harness_pytorch.__file__).parent / "scripts" / "train_gpt.py"
+    assert display_path(script) == "harness_pytorch/scripts/train_gpt.py"
+    monkeypatch.setattr(sys, "path", [str(script.parent), *sys.path])
+    assert display_path(script) == "harness_pytorch/scripts/train_gpt.py"
