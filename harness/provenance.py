@@ -147,6 +147,6 @@ def run_provenance(pm: pluggy.PluginManager, router: HookRouter, scripts: Iterab
     return Provenance(
         plugins=plugins,
         scripts=script_digests,
-        vendor_config=vendor_config_path,
+        vendor_config=display_path(Path(vendor_config_path)) if vendor_config_path else None,
         vendor_config_sha256=sha256_file(vendor_config_path) if vendor_config_path else None,
     )

@@ -12,7 +12,6 @@ Layout inside the archive (one top folder, the certification id)::
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import tarfile
 import tempfile
@@ -21,17 +20,10 @@ from pathlib import Path
 
 from harness.certify import signing
 from harness.errors import UserInputError
+from harness.provenance import sha256_file
 
 MANIFEST, SIGNATURE, PUBLIC_KEY = "MANIFEST.sha256", "SIGNATURE", "PUBLIC_KEY"
 _UNLISTED = {MANIFEST, SIGNATURE, PUBLIC_KEY}
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def _files(folder: Path) -> list[str]:

@@ -100,3 +100,16 @@ def test_script_paths_are_named_from_their_package_whatever_is_on_sys_path(monke
     assert display_path(script) == "harness_pytorch/scripts/train_gpt.py"
     monkeypatch.setattr(sys, "path", [str(script.parent), *sys.path])
     assert display_path(script) == "harness_pytorch/scripts/train_gpt.py"
+
+
+def test_the_vendor_config_is_named_from_its_package_not_this_machines_folders():
+    from pathlib import Path
+
+    import harness_nvidia
+
+    pm = make_plugin_manager(load_entrypoints=False)
+    router = HookRouter(pm, Registry.from_plugins(pm))
+    config = next((Path(harness_nvidia.__file__).parent / "configs").rglob("*.toml"))
+    provenance = run_provenance(pm, router, [], str(config))
+    assert provenance.vendor_config.startswith("harness_nvidia/configs/")
+    assert provenance.vendor_config_sha256 == __import__("hashlib").sha256(config.read_bytes()).hexdigest()
