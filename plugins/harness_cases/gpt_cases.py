@@ -27,6 +27,7 @@ GPT_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc",
     "recompute", "compile", "sharding_stage", "sharding_degree", "tensor_parallel_degree",
     "pipeline_parallel_degree", "fused_optimizer", "attention_backend", "offload",
+    "master_weights",
 })
 
 # Values the training scripts understand, checked before launch: recompute granularity, and
@@ -35,6 +36,7 @@ GPT_VENDOR_OVERRIDABLE = frozenset({
 GPT_CHOICES = {
     "recompute": ("none", "selective", "full"),
     "attention_backend": ("auto", "flash", "cudnn", "efficient", "local"),
+    "master_weights": ("model", "optimizer"),
 }
 
 # A laptop-CPU preset: same code path, tiny dimensions, a handful of steps.
@@ -72,6 +74,11 @@ def gpt3_case(name: str) -> CaseSpec:
             "attention_backend": "auto",
             # "cpu": fp32 master weights and AdamW states in host memory (one device only).
             "offload": "none",
+            # "model": fp32 parameters cast by autocast in every micro-batch; "optimizer":
+            # compute-dtype parameters and residual stream, fp32 master weights and gradient
+            # accumulation kept by the optimizer (Megatron-LM's bf16 layout, which the
+            # Megatron-core plugin always uses; one device).
+            "master_weights": "model",
             "sharding_stage": 0, "sharding_degree": 0,
             "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,
             "log_interval": 1,

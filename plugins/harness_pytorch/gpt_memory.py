@@ -4,32 +4,43 @@ Counted from the resolved config, for the memory planner (the ``memory_plan`` ho
 parameter count from the model's shape (tied embeddings counted once). Components, in bytes:
 
 - weights: fp32 (4N), or with ``offload=cpu`` the compute dtype (2N in bf16); FSDP2 stage 3
-  shards them (4N / world);
+  shards them (4N / world); with ``master_weights=optimizer`` the compute dtype (2N) plus the
+  optimizer's fp32 master copy (4N);
 - gradients: fp32 (4N), sharded over the ranks by FSDP2 (any stage);
 - optimizer states: AdamW's two fp32 moments (8N), sharded by FSDP2; none with ``offload=cpu``
   (master weights and moments live in host memory);
 - compute-dtype weight copies: autocast's bf16/fp16 casts of every matrix, saved for backward
-  (2N; fp8 casts, N, with ``precision=fp8``); FSDP2 gathers them instead (2N unsharded for
-  stages 1/2, two blocks' worth for stage 3);
+  (2N; fp8 casts, N, with ``precision=fp8``, also when the weights are bf16 already); FSDP2
+  gathers them instead (2N unsharded for stages 1/2, two blocks' worth for stage 3);
 - activations of one micro-batch: ``ACTIVATION_BYTES[recompute]`` bytes per token, per layer
   and per hidden unit (b·s·h·L) in bf16/fp16, twice that in fp32; with full recompute, each
   block's fp32 input plus one block's full activations;
 - the output head: logits and their fp32 copy and gradient, ``LOGIT_BYTES`` per token and
   vocabulary entry (b·s·V).
 
-The coefficients are measured, not derived: on one H200 (2026-11-21) gpt3_6.7B at micro batch
-2 peaked at 129.6 GiB allocated (estimate 128.5) and gpt3_1.3B at micro batch 8 with
-accumulation at 49.6 GiB (estimate 52.2). BENCHMARKS.md keeps estimate against measured peak
-for every GPT run since (H100 and H200).
+The coefficients are fitted to measured peaks, not derived: on one H200, 2026-11-23, gpt3_6.7B
+at micro batch 2 peaked at 129.55 GiB allocated with fp32 parameters and 128.53 GiB with
+``master_weights=optimizer``, gpt3_1.3B at micro batch 8 at 49.56 and 48.00 GiB, and at micro
+batch 16 (optimizer) at 73.69 GiB; every one is within 1% of its estimate. BENCHMARKS.md keeps
+estimate against measured peak for every GPT run (H100 and H200).
 """
 
 from __future__ import annotations
 
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
 
-# Bytes per b·s·h·L of saved activations in a compiled block with flash attention, bf16.
-ACTIVATION_BYTES = {"none": 30.0, "selective": 14.0, "full": 4.0}
-LOGIT_BYTES = 10.0  # bf16 logits (2) + fp32 copy for the loss (4) + its fp32 gradient (4)
+# Bytes per b·s·h·L of saved activations in a compiled block with flash attention, bf16, with
+# the residual stream in fp32 (fp32 parameters, or offload with master_weights=model). Fitted
+# for "none" (two sizes, micro batches 2-16); "selective" and "full" are estimates, unmeasured.
+ACTIVATION_BYTES = {"none": 35.4, "selective": 14.0, "full": 4.0}
+# A residual stream in the compute dtype (master_weights=optimizer) saves its bf16 values for
+# the LayerNorms' backward instead of fp32: 2 bytes less per b·s·h·L (fitted: 33.4 measured).
+COMPUTE_RESIDUAL_SAVING = 2.0
+# Bytes per b·s·V of the output head live at the peak, fitted. Less than the bf16 logits
+# themselves (2): the compiled head's logits and their gradient are not all live when the
+# blocks' activations peak.
+LOGIT_BYTES = 1.25
+LOGIT_BYTES_FP32 = 8.0  # fp32 logits and their gradient, uncompiled: counted, not measured
 COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}  # fp8 runs bf16 autocast around fp8 GEMMs
 # fp8 (torchao tensorwise): the block matrices' saved casts are fp8 (1 byte, N), and the
 # activations saved for backward shrink to this fraction of bf16's. Measured, one point: gpt3_6.7B
@@ -53,16 +64,21 @@ def gpt_parameters(p: dict) -> int:
 
 
 def estimate(p: dict, *, precision: str, micro_batch: int, world: int, offload: str,
-             recompute: str) -> MemoryEstimate:
+             recompute: str, master_weights: str = "model") -> MemoryEstimate:
     n = gpt_parameters(p)
     h, layers, seq, vocab = (int(p[k]) for k in ("hidden_size", "num_layers", "seq_len", "vocab_size"))
     stage = int(p.get("sharding_stage", 0)) if world > 1 else 0
     compute = COMPUTE_BYTES.get(precision, 4)
     shard = world if stage > 0 else 1
     block = 12 * h * h  # one block's matrices
+    master = 0  # fp32 master weights beside compute-dtype ones (master_weights=optimizer)
     if offload == "cpu":
         weights, grads, states, copies = compute * n, 4 * n, 0, 0
         formula = f"{compute}N weights + 4N fp32 gradients on the GPU (AdamW in host memory)"
+    elif master_weights == "optimizer":
+        weights, master, grads, states = compute * n, 4 * n, 4 * n, 8 * n
+        copies = n if precision == "fp8" else 0
+        formula = f"{compute}N weights + 4N fp32 master weights + 4N gradients + 8N AdamW"
     else:
         weights = 4 * n // (world if stage >= 3 else 1)
         grads, states = 4 * n // shard, 8 * n // shard
@@ -71,17 +87,21 @@ def estimate(p: dict, *, precision: str, micro_batch: int, world: int, offload: 
         formula = "4N weights + 4N gradients + 8N AdamW" + (f" over {shard} shards" if shard > 1 else "")
     scale = (FP8_ACTIVATION_FRACTION if precision == "fp8" else 1.0) if compute == 2 else 2.0
     tokens = micro_batch * seq
+    per_block = ACTIVATION_BYTES["none"] - (COMPUTE_RESIDUAL_SAVING if master_weights == "optimizer" else 0.0)
     if recompute == "full":
-        act = tokens * h * layers * ACTIVATION_BYTES["full"] + tokens * h * ACTIVATION_BYTES["none"] * scale
+        act = tokens * h * layers * ACTIVATION_BYTES["full"] + tokens * h * per_block * scale
+    elif recompute == "none":
+        act = tokens * h * layers * per_block * scale
     else:
-        act = tokens * h * layers * ACTIVATION_BYTES.get(recompute, ACTIVATION_BYTES["none"]) * scale
-    logits = tokens * vocab * LOGIT_BYTES * (1.2 if compute == 4 else 1.0)
-    components = {"weights": weights, "gradients": grads, "optimizer states": states,
+        act = tokens * h * layers * ACTIVATION_BYTES.get(recompute, per_block) * scale
+    logits = tokens * vocab * (LOGIT_BYTES if compute == 2 else LOGIT_BYTES_FP32)
+    components = {"weights": weights, "master weights": master, "gradients": grads, "optimizer states": states,
                   "compute-dtype weights": copies, "activations": int(act), "logits": int(logits)}
     return MemoryEstimate(
         total_bytes=sum(components.values()), components=components,
-        formula=f"N={n:,}: {formula} + activations {ACTIVATION_BYTES.get(recompute, 30)}·b·s·h·L "
-                f"(recompute {recompute}) + logits {LOGIT_BYTES}·b·s·V")
+        formula=f"N={n:,}: {formula} + activations "
+                f"{per_block if recompute == 'none' else ACTIVATION_BYTES.get(recompute, per_block):g}·b·s·h·L "
+                f"(recompute {recompute}) + logits {LOGIT_BYTES if compute == 2 else LOGIT_BYTES_FP32:g}·b·s·V")
 
 
 def memory_plan(params: dict, settings, usable_hint: int | None = None) -> MemoryPlan:
@@ -89,10 +109,11 @@ def memory_plan(params: dict, settings, usable_hint: int | None = None) -> Memor
     precision, world = settings.precision, settings.world_size
     mbs, accum = settings.micro_batch_size, settings.grad_accum_steps
     offload, recompute = str(params.get("offload", "none")), str(params.get("recompute", "none"))
+    master_weights = str(params.get("master_weights", "model"))
 
     def est(**kw) -> MemoryEstimate:
         args = dict(precision=precision, micro_batch=mbs, world=world, offload=offload,
-                    recompute=recompute)
+                    recompute=recompute, master_weights=master_weights)
         args.update(kw)
         return estimate(params, **args)
 

@@ -153,4 +153,12 @@ def unsupported_reason(context: RunContext) -> str | None:
                     "on the cpu vendor everything is in host memory already")
         if context.config.settings.world_size > 1:
             return "offload=cpu runs on one device; use sharding_stage=3 across several"
+    if str(context.config.params.get("master_weights", "model")) == "optimizer":
+        if context.config.settings.precision not in ("bf16", "fp8"):
+            return ("master_weights=optimizer keeps bf16 weights beside fp32 masters; it runs in "
+                    "bf16 or fp8, use master_weights=model for "
+                    f"{context.config.settings.precision}")
+        if context.config.settings.world_size > 1:
+            return ("master_weights=optimizer runs on one device; with several, FSDP2 keeps "
+                    "the fp32 masters (master_weights=model)")
     return None

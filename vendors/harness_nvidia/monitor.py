@@ -4,7 +4,9 @@ Each sample is one CSV row per GPU (``monitor.csv`` in the run folder): seconds 
 GPU index, memory used, utilisation and power. The summary gives what the result reports:
 NVML peak memory per GPU (everything on the device, the CUDA context and caching allocator
 included, so it is higher than the framework's own peak allocation), mean power, power while
-busy and energy.
+busy, energy, and the utilisation while training: the mean utilisation of each GPU from the
+first busy sample to the last, dips included, so a data pipeline that starves the GPUs between
+steps shows there while start-up, compilation and teardown do not.
 
 The interval is ``HARNESS_NVIDIA_MONITOR_INTERVAL_S`` (seconds, default 1; ``0`` or ``off``
 turns the monitor off).
@@ -66,6 +68,9 @@ class MonitorSummary:
     mean_utilization_pct: list[float | None] = field(default_factory=list)
     busy_power_w: float | None = None
     busy_s: float = 0.0
+    #: Mean utilisation per GPU over the training span (first to last busy sample), and its length.
+    training_utilization_pct: list[float | None] = field(default_factory=list)
+    training_span_s: float = 0.0
     energy_j: float | None = None
     energy_source: str | None = None
     duration_s: float = 0.0
@@ -82,6 +87,8 @@ class MonitorSummary:
             "mean_power_w": self.mean_power_w,
             "mean_utilization_pct": self.mean_utilization_pct,
             "busy_s": round(self.busy_s, 3),
+            "training_utilization_pct": self.training_utilization_pct,
+            "training_span_s": round(self.training_span_s, 3),
             "energy_j": self.energy_j,
             "energy_source": self.energy_source,
         }
@@ -116,6 +123,12 @@ def summarise(samples: list[Sample], gpus: list[int], interval_s: float,
     if busy:
         summary.busy_power_w = statistics.fmean(sum(s.power_w) for s in busy)  # type: ignore[arg-type]
         summary.busy_s = len(busy) * interval_s
+        first, last = samples.index(busy[0]), samples.index(busy[-1])
+        span = samples[first:last + 1]
+        summary.training_span_s = len(span) * interval_s
+        for i in range(len(gpus)):
+            util = [s.utilization[i] for s in span if s.utilization[i] is not None]
+            summary.training_utilization_pct.append(statistics.fmean(util) if util else None)
     if energy_j is None and samples and all(p is not None for p in summary.mean_power_w):
         # No energy counter: integrate the sampled power over the sampled time.
         energy_j = sum(p for p in summary.mean_power_w) * duration_s  # type: ignore[misc]

@@ -34,14 +34,28 @@ class ImageRecords:
     def __len__(self) -> int:
         return len(self.records)
 
-    def sample(self, index: int) -> tuple[np.ndarray, int]:
+    def sample_uint8(self, index: int) -> tuple[np.ndarray, int]:
+        """The augmented image as uint8 CHW, not yet normalised, and its label.
+
+        Cropping and flipping commute with the per-channel normalisation, so a trainer may
+        normalise on its device (``normalise``): a quarter of the bytes to copy and no float
+        work in the loader's workers.
+        """
         item = self.records[index]
-        image = item["pixels"].astype(np.float32)
         pad, size = self.pad, self.image_size
-        padded = np.pad(image, ((0, 0), (pad, pad), (pad, pad)))
+        padded = np.pad(item["pixels"], ((0, 0), (pad, pad), (pad, pad)))  # zeros, as before normalising
         top, left = self.rng.integers(0, 2 * pad + 1, size=2)
         image = padded[:, top:top + size, left:left + size]
         if self.rng.random() < 0.5:
             image = image[:, :, ::-1]
-        image = (image - MEAN) / STD
-        return np.ascontiguousarray(image, dtype=np.float32), int(item["label"])
+        return np.ascontiguousarray(image), int(item["label"])
+
+    def sample(self, index: int) -> tuple[np.ndarray, int]:
+        """The augmented, normalised float32 CHW image and its label."""
+        image, label = self.sample_uint8(index)
+        return normalise(image), label
+
+
+def normalise(image: np.ndarray) -> np.ndarray:
+    """uint8 CHW pixels to float32 with the ImageNet per-channel mean and deviation."""
+    return np.ascontiguousarray((image.astype(np.float32) - MEAN) / STD, dtype=np.float32)

@@ -16,59 +16,33 @@ from __future__ import annotations
 
 import torch
 
-# Elements per transfer chunk: 64 Mi fp32 values (256 MiB) is large enough for full PCIe speed
-# and small enough that two pinned staging buffers per direction cost little host memory.
-CHUNK_ELEMENTS = 64 * 2**20
+from master_weights import CHUNK_ELEMENTS, FlatParameters
 
 
-class HostOffloadAdamW:
+class HostOffloadAdamW(FlatParameters):
     """Owns the model's parameters: flat compute-dtype weights on the device, master copy,
     moments and the update on the host. Call ``step(lr, clip)`` after the last micro-batch.
 
     ``decay`` and ``no_decay`` are the model's parameters (fp32, on the host, as initialised)
-    split by whether weight decay applies; afterwards they are views into one flat
-    compute-dtype device buffer and their gradients accumulate into one flat fp32 buffer.
+    split by whether weight decay applies; afterwards they are views into flat device buffers
+    (``master_weights.FlatParameters``) and their gradients accumulate into one flat fp32 buffer.
     """
 
     def __init__(self, decay: list[torch.nn.Parameter], no_decay: list[torch.nn.Parameter], *,
                  device: torch.device, dtype: torch.dtype, lr: float, betas: tuple[float, float],
                  eps: float, weight_decay: float, chunk_elements: int = CHUNK_ELEMENTS):
-        self.device, self.dtype = device, dtype
-        params = list(decay) + list(no_decay)
-        self.params = params
-        sizes = [p.numel() for p in params]
-        self.numel = sum(sizes)
+        super().__init__(decay, no_decay, device=device, dtype=dtype,
+                         master_device=torch.device("cpu"), chunk_elements=chunk_elements)
         # Pinned staging buffers and copy streams on an accelerator; on the host CPU (a device
         # type without an index) the update is plain and synchronous.
         accelerated = device.index is not None
         self.device_module = torch.get_device_module(device.type)
         pin = accelerated
-        # Host: the fp32 master weights, flat, in the model's parameter order.
-        self.master = torch.empty(self.numel, dtype=torch.float32)
-        offsets, start = [], 0
-        for p, n in zip(params, sizes):
-            self.master[start:start + n].copy_(p.detach().reshape(-1))
-            offsets.append(start)
-            start += n
-        # Device: the matrices in the compute dtype; biases and LayerNorm weights (a thousandth
-        # of the parameters) stay fp32 as in the in-GPU run; one flat fp32 gradient accumulator.
-        boundary = self.boundary = sum(sizes[:len(decay)])
-        self.weights = self.master[:boundary].to(device=device, dtype=dtype)
-        self.small_weights = self.master[boundary:].to(device=device, copy=True)
-        self.grads = torch.zeros(self.numel, dtype=torch.float32, device=device)
-        for p, offset, n in zip(params, offsets, sizes):
-            p.data = self._device_weights(offset, offset + n).view(p.shape)
-            p.grad = None
-            p.register_post_accumulate_grad_hook(self._accumulator(offset, n))
-        # Chunks never straddle the decay / no-decay boundary: each has its own optimizer.
-        self.chunks: list[tuple[int, int, torch.optim.AdamW]] = []
-        for lo, hi, wd in ((0, boundary, weight_decay), (boundary, self.numel, 0.0)):
-            for begin in range(lo, hi, chunk_elements):
-                end = min(hi, begin + chunk_elements)
-                view = self.master[begin:end]
-                opt = torch.optim.AdamW([view], lr=lr, betas=betas, eps=eps, weight_decay=wd,
-                                        fused=True)
-                self.chunks.append((begin, end, opt))
+        # One host AdamW per chunk, so that chunk i's update can run while others travel.
+        self.chunks: list[tuple[int, int, torch.optim.AdamW]] = [
+            (begin, end, torch.optim.AdamW([self.master[begin:end]], lr=lr, betas=betas, eps=eps,
+                                           weight_decay=weight_decay if decays else 0.0, fused=True))
+            for begin, end, decays in self.chunks]
         largest = max((end - begin for begin, end, _ in self.chunks), default=1)
         self.grad_stage = [torch.empty(largest, dtype=torch.float32, pin_memory=pin) for _ in range(2)]
         self.weight_stage = [torch.empty(largest, dtype=dtype, pin_memory=pin) for _ in range(2)]
@@ -76,31 +50,14 @@ class HostOffloadAdamW:
         self.down_stream = self.device_module.Stream(device) if accelerated else None
         self.up_stream = self.device_module.Stream(device) if accelerated else None
 
-    def _device_weights(self, begin: int, end: int) -> torch.Tensor:
-        if begin >= self.boundary:
-            return self.small_weights[begin - self.boundary:end - self.boundary]
-        return self.weights[begin:end]
-
     @property
     def host_bytes(self) -> int:
         """Host memory of the master weights and both moments (the staging buffers aside)."""
         return self.numel * 4 * 3
 
-    def _accumulator(self, offset: int, n: int):
-        def accumulate(param: torch.Tensor) -> None:
-            # Accumulate in fp32 whatever the compute dtype, and free the low-precision gradient.
-            self.grads[offset:offset + n].add_(param.grad.reshape(-1))
-            param.grad = None
-        return accumulate
-
-    def grad_norm(self) -> torch.Tensor:
-        return torch.linalg.vector_norm(self.grads)
-
     def step(self, lr: float, max_norm: float) -> float:
         """Clip, update on the host, copy the new weights back; returns the gradient norm."""
-        norm = self.grad_norm()
-        if max_norm > 0:
-            self.grads.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        norm = self.clip_gradients(max_norm)
         for _, _, opt in self.chunks:
             opt.param_groups[0]["lr"] = lr
         if self.down_stream is None:

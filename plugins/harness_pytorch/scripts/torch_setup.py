@@ -51,6 +51,9 @@ class Runtime:
         on a shared host the training process reads its batches itself."""
         if not self.dedicated:
             return {"num_workers": 0}
+        # At most the host's CPUs per local process, less one for the process itself.
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+        workers = max(1, min(workers, len(os.sched_getaffinity(0)) // max(1, local) - 1))
         return {"num_workers": workers, "pin_memory": True, "persistent_workers": persistent and workers > 0}
 
     def check_precision(self, precision: str) -> None:

@@ -25,7 +25,7 @@ from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
-from image_records import ImageRecords
+from image_records import MEAN, STD, ImageRecords
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -42,8 +42,17 @@ class RecordDataset(Dataset):
         return len(self.records)
 
     def __getitem__(self, index):
-        image, label = self.records.sample(index)
+        # uint8, normalised on the device (normalise_on_device): the workers only crop and flip.
+        image, label = self.records.sample_uint8(index)
         return torch.from_numpy(image), label
+
+
+def normalise_on_device(device: torch.device):
+    """uint8 CHW batches to float32 with ImageNet's per-channel mean and deviation, as
+    ``image_records.normalise`` computes them on the host."""
+    mean = torch.from_numpy(MEAN).to(device).unsqueeze(0)
+    std = torch.from_numpy(STD).to(device).unsqueeze(0)
+    return lambda images: (images.float() - mean) / std
 
 
 def main() -> int:
@@ -78,7 +87,8 @@ def main() -> int:
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
-                        **runtime.loader_options(workers=4))
+                        **runtime.loader_options(workers=8))
+    normalise = normalise_on_device(device)
     steps_per_epoch = max(1, len(loader) // accum)
     autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
@@ -118,7 +128,7 @@ def main() -> int:
         for micro in range(accum):
             read = time.perf_counter()
             images, labels = next(data)
-            images = images.to(device, non_blocking=True).contiguous(memory_format=memory_format)
+            images = normalise(images.to(device, non_blocking=True)).contiguous(memory_format=memory_format)
             labels = labels.to(device, non_blocking=True)
             data_time += time.perf_counter() - read
             sync = nullcontext() if micro == accum - 1 or world == 1 else model.no_sync()

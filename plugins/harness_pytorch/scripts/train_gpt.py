@@ -159,6 +159,14 @@ def main() -> int:
         log("error: offload=cpu runs on one device in bf16 or fp32 (got "
             f"{world} processes, precision {precision})")
         return 2
+    master_weights = str(p.get("master_weights", "model"))
+    if master_weights not in ("model", "optimizer"):
+        log(f"error: master_weights must be model or optimizer; got {master_weights!r}")
+        return 2
+    if master_weights == "optimizer" and (world > 1 or precision not in ("bf16", "fp8")):
+        log("error: master_weights=optimizer runs on one device in bf16 or fp8 (got "
+            f"{world} processes, precision {precision})")
+        return 2
     model = GPT(vocab_size=p["vocab_size"], seq_len=p["seq_len"], num_layers=p["num_layers"],
                 hidden_size=p["hidden_size"], num_heads=p["num_heads"],
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
@@ -176,15 +184,28 @@ def main() -> int:
             lr_decay_steps=p["lr_decay_steps"], max_steps=s["max_steps"], seed=s["seed"],
             device_type=device.type)
     flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
-    host_optimizer = None
-    if offload == "cpu":
-        from host_offload import HostOffloadAdamW
-
+    # An optimizer that owns fp32 master copies of compute-dtype weights (master_weights.py):
+    # in host memory (offload=cpu) or on the device (master_weights=optimizer).
+    flat_optimizer = None
+    if offload == "cpu" or master_weights == "optimizer":
         decay, no_decay = split_weight_decay(model)
-        host_optimizer = HostOffloadAdamW(
-            decay, no_decay, device=device, dtype=DTYPES[precision], lr=p["learning_rate"],
-            betas=(p["adam_beta1"], p["adam_beta2"]), eps=1e-8, weight_decay=p["weight_decay"])
-        model.residual_dtype = torch.float32
+        options = dict(device=device, dtype=DTYPES[precision], lr=p["learning_rate"],
+                       betas=(p["adam_beta1"], p["adam_beta2"]), eps=1e-8,
+                       weight_decay=p["weight_decay"])
+        if offload == "cpu":
+            from host_offload import HostOffloadAdamW
+
+            flat_optimizer = HostOffloadAdamW(decay, no_decay, **options)
+        else:
+            from master_weights import DeviceMasterAdamW
+
+            flat_optimizer = DeviceMasterAdamW(
+                decay, no_decay, fused=bool(p.get("fused_optimizer")) and device.type != "cpu", **options)
+        if master_weights == "model":
+            # The residual stream in fp32, as the embeddings of an fp32 model give it, so that
+            # offloading does not change the arithmetic of the configured in-device run;
+            # master_weights=optimizer keeps it in the compute dtype, as Megatron-LM does.
+            model.residual_dtype = torch.float32
     model = model.to(device)
     if precision == "fp8":
         from fp8_training import convert_linears_to_float8
@@ -195,9 +216,10 @@ def main() -> int:
     if p.get("compile"):
         model.compile_layers()
     model, parallel = wrap_parallel(model, p, device, world, precision)
-    if host_optimizer is not None:
-        parallel = "single, fp32 master weights and AdamW states in host memory"
-    optimizer = build_optimizer(model, p, device) if host_optimizer is None else None
+    if flat_optimizer is not None:
+        where = "host memory" if offload == "cpu" else "device memory"
+        parallel = f"single, {precision} weights, fp32 master weights and AdamW states in {where}"
+    optimizer = build_optimizer(model, p, device) if flat_optimizer is None else None
     train_model = model
     attention = attention_backend_context(str(p.get("attention_backend", "auto")))
     attention.__enter__()  # for the whole run: compiled graphs pick their kernel when traced
@@ -229,7 +251,7 @@ def main() -> int:
         log(f"> training: {parallel} on {world} x {runtime.device_name}, precision {precision}, micro batch "
             f"{mbs}, grad accum {accum}, global batch {global_batch}, recompute {p['recompute']}, "
             f"compile {bool(p.get('compile'))}, attention {p.get('attention_backend', 'auto')}, "
-            f"offload {offload}, "
+            f"offload {offload}, master weights in the {master_weights}, "
             f"torch {torch.__version__}")
 
     train_model.train()
@@ -266,12 +288,12 @@ def main() -> int:
             scaler.scale(loss).backward()
             step_loss += loss.detach()
         scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0
-        if host_optimizer is not None:
+        if flat_optimizer is not None:
             host_start = time.perf_counter()
-            norm_value = host_optimizer.step(lr, p["grad_clip"])
-            if rank == 0 and step <= 3:
+            norm_value = flat_optimizer.step(lr, p["grad_clip"])
+            if offload == "cpu" and rank == 0 and step <= 3:
                 log(f"> host optimizer step {step}: {time.perf_counter() - host_start:.2f} s "
-                    f"({host_optimizer.numel:,} fp32 parameters + 2 moments on the host)")
+                    f"({flat_optimizer.numel:,} fp32 parameters + 2 moments on the host)")
         else:
             scaler.unscale_(optimizer)
             grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), p["grad_clip"])

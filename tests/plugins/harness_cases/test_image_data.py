@@ -51,3 +51,15 @@ def test_reader_and_class_signal(tmp_path):
     means = np.stack([pixels[labels == c].mean(0) for c in range(4)])
     nearest = np.argmin(((pixels[:, None, :] - means[None]) ** 2).sum(-1), axis=1)
     assert (nearest == labels).mean() > 0.9
+
+
+def test_uint8_samples_normalised_later_equal_the_float_samples(tmp_path):
+    folder, _, _ = ensure_image_dataset(tmp_path, 32, 4, 50, seed=1)
+    reader = _reader()
+    floats, raw = reader(str(folder), seed=3), reader(str(folder), seed=3)  # same crops and flips
+    module = sys.modules[type(raw).__module__]
+    for index in range(20):
+        image, label = floats.sample(index)
+        pixels, same_label = raw.sample_uint8(index)
+        assert pixels.dtype == np.uint8 and pixels.shape == (3, 32, 32) and label == same_label
+        np.testing.assert_array_equal(module.normalise(pixels), image)

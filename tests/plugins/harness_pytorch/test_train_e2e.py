@@ -49,3 +49,14 @@ def test_data_parallel_mixed_precision_run(cli_env, tmp_path):
     assert result["global_batch_size"] == 8 * 2 * 2
     assert result["throughput"]["per_device"] == pytest.approx(result["throughput"]["value"] / 2)
     assert result["loss_final"] < result["loss_first"]
+
+
+def test_bf16_weights_with_fp32_masters_in_the_optimizer(cli_env, tmp_path):
+    proc = run_cli(["run", "--vendor", "cpu", "--case", "gpt3_125M", "--scale", "smoke",
+                    "--precision", "bf16", "--set", "master_weights=optimizer", "--max-steps", "12",
+                    "--set", "grad_accum_steps=2", "--json"], cli_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "success" and result["loss_final"] < result["loss_first"] - 0.5
+    log = (tmp_path / "results" / result["run_id"] / "train.log").read_text()
+    assert "bf16 weights, fp32 master weights and AdamW states in device memory" in log

@@ -46,9 +46,20 @@ def test_summary_arithmetic_by_hand():
     assert s.energy_source == "sampled power x duration"
 
 
+def test_training_utilisation_counts_dips_between_busy_samples_but_not_start_up():
+    # Idle start-up, busy, a starved second (the data pipeline), busy again, idle teardown.
+    utilisation = [0, 3, 98, 97, 20, 99, 96, 5]
+    samples = [Sample(float(t), [1], [u], [100.0]) for t, u in enumerate(utilisation)]
+    s = summarise(samples, gpus=[0], interval_s=0.5)
+    assert s.training_utilization_pct == [pytest.approx((98 + 97 + 20 + 99 + 96) / 5)]
+    assert s.training_span_s == 2.5 and s.busy_s == 2.0
+    assert s.as_extras("monitor.csv")["training_utilization_pct"] == s.training_utilization_pct
+
+
 def test_summary_without_busy_samples_has_no_busy_power():
     s = summarise([Sample(0.0, [1], [10], [80.0])], gpus=[0], interval_s=1.0)
     assert s.busy_power_w is None and "busy_power_w" not in s.as_extras("monitor.csv")
+    assert s.training_utilization_pct == [] and s.training_span_s == 0.0
 
 
 def test_monitor_samples_fake_nvml_and_writes_csv(tmp_path):

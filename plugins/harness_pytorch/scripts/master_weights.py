@@ -1,0 +1,122 @@
+"""Mixed precision with the fp32 master weights kept by the optimizer (``master_weights = "optimizer"``).
+
+The model's matrices are stored in the compute dtype (bf16), so no micro-batch casts them:
+with fp32 parameters under autocast, every micro-batch reads each fp32 matrix and writes its
+bf16 copy in the forward pass, and casts and accumulates its gradient in the backward pass
+(about 24 bytes of memory traffic per parameter per micro-batch, 160 GB a micro-batch for
+gpt3_6.7B). Here gradients arrive in bf16 and are added at once into one flat fp32 accumulator
+(10 bytes a parameter); the optimizer updates fp32 master weights once per optimizer step and
+writes their bf16 copy back (Megatron-LM's bf16 layout: bf16 parameters, fp32 main parameters
+and fp32 gradient accumulation). Biases and LayerNorm weights, a thousandth of the parameters,
+stay fp32.
+
+``DeviceMasterAdamW`` keeps the master weights and AdamW moments in the device's memory;
+``host_offload.HostOffloadAdamW`` keeps them in host memory. Both share ``FlatParameters``.
+Standalone (torch only).
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Elements per optimizer tensor: the flat master is handed to AdamW in views of at most this
+# many elements (64 Mi fp32 values, 256 MiB), so no single kernel indexes billions of elements;
+# host offload moves one such chunk per transfer, large enough for full PCIe speed and small
+# enough that two pinned staging buffers per direction cost little host memory.
+CHUNK_ELEMENTS = 64 * 2**20
+
+
+class FlatParameters:
+    """The model's parameters rebuilt as views into flat buffers, with an fp32 master copy.
+
+    ``decay`` and ``no_decay`` are the model's parameters (fp32, as initialised, anywhere)
+    split by whether weight decay applies. Afterwards the matrices (``decay``) are views into
+    one flat compute-dtype buffer on ``device`` and the small parameters views into one flat
+    fp32 buffer; ``master`` (on ``master_device``) holds all of them in fp32, in that order;
+    every gradient is added into the flat fp32 ``grads`` on the device as soon as autograd has
+    it, and the parameter's own gradient is freed.
+    """
+
+    def __init__(self, decay: list[torch.nn.Parameter], no_decay: list[torch.nn.Parameter], *,
+                 device: torch.device, dtype: torch.dtype, master_device: torch.device,
+                 chunk_elements: int = CHUNK_ELEMENTS):
+        self.device, self.dtype = device, dtype
+        params = list(decay) + list(no_decay)
+        self.params = params
+        sizes = [p.numel() for p in params]
+        self.numel = sum(sizes)
+        self.master = torch.empty(self.numel, dtype=torch.float32, device=master_device)
+        offsets, start = [], 0
+        for p, n in zip(params, sizes):
+            self.master[start:start + n].copy_(p.detach().reshape(-1))
+            offsets.append(start)
+            start += n
+        boundary = self.boundary = sum(sizes[:len(decay)])
+        self.weights = self.master[:boundary].to(device=device, dtype=dtype)
+        # The small fp32 parameters: the master itself when it lives on the device (``to``
+        # returns the tensor itself then), so the optimizer updates them in place.
+        self.small_weights = self.master[boundary:].to(device=device)
+        self.grads = torch.zeros(self.numel, dtype=torch.float32, device=device)
+        for p, offset, n in zip(params, offsets, sizes):
+            p.data = self._device_weights(offset, offset + n).view(p.shape)
+            p.grad = None
+            p.register_post_accumulate_grad_hook(self._accumulator(offset, n))
+        # (begin, end, weight decay) slices of the flat buffers; none straddles the boundary.
+        self.chunks: list[tuple[int, int, float]] = []
+        for lo, hi, decays in ((0, boundary, True), (boundary, self.numel, False)):
+            for begin in range(lo, hi, chunk_elements):
+                self.chunks.append((begin, min(hi, begin + chunk_elements), decays))
+
+    def _device_weights(self, begin: int, end: int) -> torch.Tensor:
+        if begin >= self.boundary:
+            return self.small_weights[begin - self.boundary:end - self.boundary]
+        return self.weights[begin:end]
+
+    def _accumulator(self, offset: int, n: int):
+        def accumulate(param: torch.Tensor) -> None:
+            # Accumulate in fp32 whatever the compute dtype, and free the low-precision gradient.
+            self.grads[offset:offset + n].add_(param.grad.reshape(-1))
+            param.grad = None
+        return accumulate
+
+    def clip_gradients(self, max_norm: float) -> torch.Tensor:
+        """Scale the accumulated gradients to at most ``max_norm`` (if > 0); returns their norm."""
+        norm = torch.linalg.vector_norm(self.grads)
+        if max_norm > 0:
+            self.grads.mul_(torch.clamp(max_norm / (norm + 1e-6), max=1.0))
+        return norm
+
+
+class DeviceMasterAdamW(FlatParameters):
+    """fp32 master weights and AdamW moments on the device (``torch.optim.AdamW``, fused where
+    the device has the kernel). Call ``step(lr, clip)`` after the last micro-batch."""
+
+    def __init__(self, decay: list[torch.nn.Parameter], no_decay: list[torch.nn.Parameter], *,
+                 device: torch.device, dtype: torch.dtype, lr: float, betas: tuple[float, float],
+                 eps: float, weight_decay: float, fused: bool, chunk_elements: int = CHUNK_ELEMENTS):
+        super().__init__(decay, no_decay, device=device, dtype=dtype, master_device=device,
+                         chunk_elements=chunk_elements)
+        self.views = [self.master[begin:end] for begin, end, _ in self.chunks]
+        groups = [{"params": [v for v, c in zip(self.views, self.chunks) if c[2] == decays],
+                   "weight_decay": weight_decay if decays else 0.0} for decays in (True, False)]
+        self.optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=betas,
+                                           eps=eps, fused=fused)
+
+    @property
+    def device_bytes(self) -> int:
+        """Device memory of the optimizer's own state: fp32 master, two moments, gradients."""
+        return self.numel * 4 * 4
+
+    def step(self, lr: float, max_norm: float) -> float:
+        """Clip, update the fp32 masters, refresh the compute-dtype weights; returns the norm."""
+        norm = self.clip_gradients(max_norm)
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        for view, (begin, end, _) in zip(self.views, self.chunks):
+            view.grad = self.grads[begin:end]
+        self.optimizer.step()
+        for view in self.views:
+            view.grad = None
+        self.weights.copy_(self.master[:self.boundary])
+        self.grads.zero_()
+        return float(norm)
