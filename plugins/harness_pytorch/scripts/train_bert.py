@@ -102,7 +102,7 @@ def main() -> int:
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
-                        **runtime.loader_options(workers=2))
+                        **runtime.loader_options(workers=4))
     autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     max_steps, skip = s["max_steps"], s["skip_steps"]

@@ -230,7 +230,7 @@ def main() -> int:
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
-                        **runtime.loader_options(workers=2, persistent=True))
+                        **runtime.loader_options(workers=2))
 
     def batches():
         epoch = 0
