@@ -70,7 +70,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-steps", type=int, default=10)
     parser.add_argument("--output", type=Path, default=Path("results/side_by_side"))
     parser.add_argument("--grad-accum", type=int, default=1,
-                        help="micro-batches per step for both runs (the measured figures used 1)")
+                        help="micro-batches per step for both runs (BENCHMARKS.md: 1 on 2026-11-21, "
+                             "4 or 8 on 2026-11-23)")
     parser.add_argument("--set", action="append", default=[], help="extra key=value for both runs")
     parser.add_argument("--json-out", type=Path, help="write the table and both results here")
     args = parser.parse_args(argv)
