@@ -72,3 +72,16 @@ def test_summary_box_wraps_long_paths():
     assert "…" not in text  # folded, not cut
     joined = "".join(line.strip("│ ").strip() for line in text.splitlines())
     assert str(long_dir).replace(" ", "") in joined.replace(" ", "")
+
+
+def test_summary_shows_the_device_utilisation_over_the_training_span():
+    result = make_result("util-run", value=100.0)
+    result.device_metrics = {"training_utilization_pct": [97.6, 63.2], "training_span_s": 41.5}
+    report = SimpleNamespace(result=result, run_dir=Path("/r"), legacy_path=Path("/r/index/x"))
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=160, force_terminal=False))
+    assert "63% lowest of 2 while training (42 s from first to last busy sample)" in buffer.getvalue()
+    result.device_metrics = {}  # no monitor (cpu vendor): no row
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=160, force_terminal=False))
+    assert "device utilisation" not in buffer.getvalue()
