@@ -71,3 +71,23 @@ def parse_as_launched(context, log_path: Path):
     launch = router.run(context, env, dataset)
     log_format = router.registry.log_formats.get(launch.log_format)
     return log_format.parse_file(log_path, **log_hints(context))
+
+
+@pytest.fixture
+def unsupported_reasons(tmp_path):
+    """``reasons(case, framework, **RunRequest fields)``: what the plugins say they cannot run,
+    for the run planned from that request on the cpu vendor at smoke scale."""
+    from harness.dispatch import HookRouter
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+    from harness.runner.pipeline import RunRequest, plan
+
+    pm = make_plugin_manager(load_entrypoints=False)
+    registry = Registry.from_plugins(pm)
+
+    def reasons(case: str, framework: str, **fields) -> list[str]:
+        request = RunRequest(case=case, vendor="cpu", framework=framework, scale="smoke",
+                             output=tmp_path, cache_dir=tmp_path, **fields)
+        return HookRouter(pm, registry).unsupported_reasons(plan(pm, registry, request))
+
+    return reasons

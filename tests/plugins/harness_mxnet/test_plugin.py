@@ -5,19 +5,9 @@ from __future__ import annotations
 import pytest
 
 
-def test_unsupported_reasons(tmp_path):
-    from harness.dispatch import HookRouter
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
-    from harness.runner.pipeline import RunRequest, plan
-
-    pm = make_plugin_manager(load_entrypoints=False)
-    registry = Registry.from_plugins(pm)
-
+def test_unsupported_reasons(unsupported_reasons):
     def reasons(**fields):
-        request = RunRequest(case="mobilenet_v1", vendor="cpu", framework="mxnet", scale="smoke",
-                             output=tmp_path, cache_dir=tmp_path, **fields)
-        return HookRouter(pm, registry).unsupported_reasons(plan(pm, registry, request))
+        return unsupported_reasons("mobilenet_v1", "mxnet", **fields)
 
     assert reasons() == []
     assert any("bf16" in r for r in reasons(precision="bf16"))

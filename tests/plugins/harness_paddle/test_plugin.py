@@ -45,19 +45,9 @@ def test_env_current_needs_paddle_in_this_interpreter(monkeypatch, tmp_path, cap
     assert code == 2 and "--env current" in err and "paddlepaddle is not installed" in err
 
 
-def test_unsupported_reasons(tmp_path):
-    from harness.dispatch import HookRouter
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
-    from harness.runner.pipeline import RunRequest, plan
-
-    pm = make_plugin_manager(load_entrypoints=False)
-    registry = Registry.from_plugins(pm)
-
+def test_unsupported_reasons(unsupported_reasons):
     def reasons(case="gpt3_125M", **fields):
-        request = RunRequest(case=case, vendor="cpu", framework="paddle", scale="smoke",
-                             output=tmp_path, cache_dir=tmp_path, **fields)
-        return HookRouter(pm, registry).unsupported_reasons(plan(pm, registry, request))
+        return unsupported_reasons(case, "paddle", **fields)
 
     assert reasons() == [] and reasons(precision="bf16") == []
     from harness.errors import UnavailableError

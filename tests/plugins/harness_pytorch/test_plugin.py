@@ -13,19 +13,9 @@ def test_torch_build_tag_matches_the_installed_torch():
     assert torch_build_tag() == local
 
 
-def test_unsupported_reasons_for_fp8_offload_and_optimizer_held_masters(tmp_path):
-    from harness.dispatch import HookRouter
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
-    from harness.runner.pipeline import RunRequest, plan
-
-    pm = make_plugin_manager(load_entrypoints=False)
-    registry = Registry.from_plugins(pm)
-
+def test_unsupported_reasons_for_fp8_offload_and_optimizer_held_masters(unsupported_reasons):
     def reasons(**fields):
-        request = RunRequest(case="gpt3_125M", vendor="cpu", framework="pytorch", scale="smoke",
-                             output=tmp_path, cache_dir=tmp_path, **fields)
-        return HookRouter(pm, registry).unsupported_reasons(plan(pm, registry, request))
+        return unsupported_reasons("gpt3_125M", "pytorch", **fields)
 
     assert reasons(precision="bf16", set_pairs=["master_weights=optimizer"]) == []
     assert any("runs in bf16 or fp8" in r for r in reasons(set_pairs=["master_weights=optimizer"]))
