@@ -251,7 +251,9 @@ def main() -> int:
         log(f"> training: {parallel} on {world} x {runtime.device_name}, precision {precision}, micro batch "
             f"{mbs}, grad accum {accum}, global batch {global_batch}, recompute {p['recompute']}, "
             f"compile {bool(p.get('compile'))}, attention {p.get('attention_backend', 'auto')}, "
-            f"offload {offload}, master weights in the {master_weights}, "
+            f"offload {offload}, master weights "
+            f"{'in the optimizer' if flat_optimizer is not None else 'are the parameters'}, "
+            f"residual stream {precision if master_weights == 'optimizer' else 'fp32'}, "
             f"torch {torch.__version__}")
 
     train_model.train()
