@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pluggy
 import pytest
 
@@ -36,6 +38,17 @@ def test_builtin_suites_load_and_expand(registry):
         ("gpt3_125M", 1), ("gpt3_125M", 2), ("bert_base_seq128", 1), ("bert_base_seq128", 2),
         ("resnet50", 1), ("resnet50", 2)]
     assert load_suite("gpt3", registry).spec.suite.repeats >= 5  # full suites: 5 repeats
+
+
+def test_the_benchmark_suites_in_the_repository_load(registry):
+    folder = Path(__file__).resolve().parents[3] / "benchmarks" / "certify"
+    files = sorted(folder.glob("*.toml"))
+    assert files
+    for path in files:
+        assert plan_points(load_suite(str(path), registry), registry, device_count=1)
+    quick = load_suite(str(folder / "gpu_quick.toml"), registry)
+    # Its committed reference bands were recorded with fp32 parameters under autocast.
+    assert [point.set for point in quick.spec.point][0]["master_weights"] == "model"
 
 
 def test_all_layout_is_the_device_count_and_deduplicated(registry, tmp_path):
