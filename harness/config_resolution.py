@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from harness.errors import HarnessError, UserInputError, did_you_mean
+from harness.errors import HarnessError, UserInputError, did_you_mean, first_validation_error
 from harness.measurement_window import LOCKED_KEYS, locked_keys_touched
 from harness.models import CaseSpec, ResolvedConfig, RunSettings
 from harness.models.case import ParamValue
@@ -136,11 +136,8 @@ def resolve_config(
     try:
         run_settings = RunSettings(**settings)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise UserInputError(
-            f"invalid value for {key!r}: {first['msg']} (got {first.get('input')!r})"
-        ) from None
+        key, message, value = first_validation_error(exc)
+        raise UserInputError(f"invalid value for {key!r}: {message} (got {value!r})") from None
     return ResolvedConfig(
         case=case.name,
         model=case.model,

@@ -19,6 +19,13 @@ class UnavailableError(HarnessError):
     exit_code = 2
 
 
+def first_validation_error(exc) -> tuple[str, str, object]:
+    """(dotted location, message, offending input) of a pydantic ValidationError's first error,
+    for the one-line messages bad input gets."""
+    first = exc.errors()[0]
+    return ".".join(str(part) for part in first["loc"]), first["msg"], first.get("input")
+
+
 def did_you_mean(name: str, choices) -> str:
     """A short 'valid choices are ...' suffix for error messages."""
     import difflib

@@ -21,7 +21,7 @@ from pydantic import ValidationError
 from harness.certify import convergence, rules, scoring, sysinfo
 from harness.certify.checks import Check, failed, passed
 from harness.certify.record import Certification, PointRecord, PointSummary
-from harness.certify.suite import PlannedPoint, parse_suite_text
+from harness.certify.suite import parse_suite_text
 from harness.errors import HarnessError
 from harness.logparse.summary import stream_log
 from harness.result_builder import repeat_figures
@@ -118,13 +118,6 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
     return evidence
 
 
-def _planned(record: PointRecord) -> PlannedPoint:
-    return PlannedPoint(label=record.label, case=record.case, framework=record.framework,
-                        nproc=record.nproc, nnodes=record.nnodes, precision=record.precision,
-                        settings=record.settings, checkpoints=tuple(record.checkpoints),
-                        checkpoint_window=record.checkpoint_window)
-
-
 def evaluate(root: Path, registry: Registry) -> Evaluation:
     """All checks of the certification folder ``root`` (certification.json, suite.toml,
     system.json, runs/)."""
@@ -161,7 +154,7 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         for run in runs:
             for problem in run.problems:
                 checks.append(failed("integrity", problem, label))
-        reference_cfg = rules.reference_config(case, _planned(record), cert.vendor, suite.scale)
+        reference_cfg = rules.reference_config(case, record.planned(), cert.vendor, suite.scale)
         rule_checks = [rules.check_rules(case, run.config, reference_cfg, label)
                        for run in runs if run.config is not None]
         bad_rule = next((c for c in rule_checks if not c.passed), None)

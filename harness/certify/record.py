@@ -7,12 +7,14 @@ recomputes and compares.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from harness.certify.checks import Check
+from harness.certify.suite import PlannedPoint
 from harness.models.case import ParamValue
 
 FORMAT_VERSION = 1
@@ -30,6 +32,16 @@ class PointRecord(BaseModel):
     checkpoint_window: int = 1
     run_ids: list[str] = Field(default_factory=list, description="One run per repeat, in order.")
     refused: str | None = Field(None, description="Why the point was not run (a rule it broke).")
+
+    @classmethod
+    def of(cls, point: PlannedPoint) -> PointRecord:
+        """The record of a planned point, before any run."""
+        return cls(**{**dataclasses.asdict(point), "checkpoints": list(point.checkpoints)})
+
+    def planned(self) -> PlannedPoint:
+        """The planned point this record was made from (``of``'s inverse)."""
+        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(PlannedPoint)}
+        return PlannedPoint(**{**fields, "checkpoints": tuple(self.checkpoints)})
     errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")
 
 

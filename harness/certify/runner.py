@@ -97,10 +97,7 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
     total = len(points) * repeats
     done = 0
     for point in points:
-        record = PointRecord(label=point.label, case=point.case, framework=point.framework,
-                             nproc=point.nproc, nnodes=point.nnodes, precision=point.precision,
-                             settings=point.settings, checkpoints=list(point.checkpoints),
-                             checkpoint_window=point.checkpoint_window)
+        record = PointRecord.of(point)
         records.append(record)
         case = registry.cases.get(point.case)
         run_request = run_request_for(point, request, spec.scale, runs_dir, set_pairs)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from harness.errors import UserInputError, did_you_mean
+from harness.errors import UserInputError, did_you_mean, first_validation_error
 from harness.models.case import ParamValue
 
 if TYPE_CHECKING:
@@ -130,9 +130,8 @@ def parse_suite_text(text: str, origin: str) -> SuiteFile:
     try:
         return SuiteFile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise UserInputError(f"suite {origin}: {where}: {first['msg']}") from None
+        where, message, _ = first_validation_error(exc)
+        raise UserInputError(f"suite {origin}: {where}: {message}") from None
 
 
 def load_suite(name_or_path: str, registry: Registry, pm: pluggy.PluginManager | None = None) -> Suite:

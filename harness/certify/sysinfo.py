@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from harness import __version__
 from harness.certify.checks import Check, failed, passed
 from harness.fingerprint import cpu_model
+from harness.errors import first_validation_error
 
 if TYPE_CHECKING:
     import pluggy
@@ -143,9 +144,8 @@ def check_system(description: dict[str, Any]) -> Check:
     try:
         model = SystemDescription.model_validate(description)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return failed("system", f"system description invalid at {where}: {first['msg']}")
+        where, message, _ = first_validation_error(exc)
+        return failed("system", f"system description invalid at {where}: {message}")
     accel = model.accelerators[0]
     return passed("system", f"{accel.count} x {accel.model} ({accel.vendor}), {model.host.cpu}, "
                   f"{model.host.os}; {len(model.plugins)} plugins; harness {model.harness_version}")

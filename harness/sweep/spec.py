@@ -33,7 +33,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from harness.errors import UserInputError
+from harness.errors import UserInputError, first_validation_error
 from harness.models.config import Precision
 
 ScalarValue = Union[bool, int, float, str]
@@ -153,9 +153,8 @@ def _point(base: SweepPoint, values: dict[str, Any], where: str) -> SweepPoint:
     try:
         return base.merged(values)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        key = ".".join(str(p) for p in first["loc"])
-        raise UserInputError(f"{where}: invalid {key!r}: {first['msg']} (got {first.get('input')!r})") from None
+        key, message, value = first_validation_error(exc)
+        raise UserInputError(f"{where}: invalid {key!r}: {message} (got {value!r})") from None
 
 
 def _product(base: SweepPoint, axes: dict[str, list[Any]], where: str) -> list[SweepPoint]:

@@ -117,14 +117,14 @@ def summarise(samples: list[Sample], gpus: list[int], interval_s: float,
         summary.peak_memory_bytes.append(max(memory) if memory else None)
         summary.mean_power_w.append(statistics.fmean(power) if power else None)
         summary.mean_utilization_pct.append(statistics.fmean(util) if util else None)
-    busy = [s for s in samples
-            if s.utilization and all(u is not None and u >= BUSY_UTILIZATION_PCT for u in s.utilization)
-            and all(p is not None for p in s.power_w)]
-    if busy:
+    busy_at = [i for i, s in enumerate(samples)
+               if s.utilization and all(u is not None and u >= BUSY_UTILIZATION_PCT for u in s.utilization)
+               and all(p is not None for p in s.power_w)]
+    if busy_at:
+        busy = [samples[i] for i in busy_at]
         summary.busy_power_w = statistics.fmean(sum(s.power_w) for s in busy)  # type: ignore[arg-type]
         summary.busy_s = len(busy) * interval_s
-        first, last = samples.index(busy[0]), samples.index(busy[-1])
-        span = samples[first:last + 1]
+        span = samples[busy_at[0]:busy_at[-1] + 1]
         summary.training_span_s = len(span) * interval_s
         for i in range(len(gpus)):
             util = [s.utilization[i] for s in span if s.utilization[i] is not None]

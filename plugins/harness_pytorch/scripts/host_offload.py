@@ -42,7 +42,7 @@ class HostOffloadAdamW(FlatParameters):
         self.chunks: list[tuple[int, int, torch.optim.AdamW]] = [
             (begin, end, torch.optim.AdamW([self.master[begin:end]], lr=lr, betas=betas, eps=eps,
                                            weight_decay=weight_decay if decays else 0.0, fused=True))
-            for begin, end, decays in self.chunks]
+            for begin, end, decays in self.slices]
         largest = max((end - begin for begin, end, _ in self.chunks), default=1)
         self.grad_stage = [torch.empty(largest, dtype=torch.float32, pin_memory=pin) for _ in range(2)]
         self.weight_stage = [torch.empty(largest, dtype=dtype, pin_memory=pin) for _ in range(2)]

@@ -61,11 +61,11 @@ class FlatParameters:
             p.data = self._device_weights(offset, offset + n).view(p.shape)
             p.grad = None
             p.register_post_accumulate_grad_hook(self._accumulator(offset, n))
-        # (begin, end, weight decay) slices of the flat buffers; none straddles the boundary.
-        self.chunks: list[tuple[int, int, float]] = []
-        for lo, hi, decays in ((0, boundary, True), (boundary, self.numel, False)):
-            for begin in range(lo, hi, chunk_elements):
-                self.chunks.append((begin, min(hi, begin + chunk_elements), decays))
+        # (begin, end, decays) slices of the flat buffers; none straddles the boundary.
+        self.slices: list[tuple[int, int, bool]] = [
+            (begin, min(hi, begin + chunk_elements), decays)
+            for lo, hi, decays in ((0, boundary, True), (boundary, self.numel, False))
+            for begin in range(lo, hi, chunk_elements)]
 
     def _device_weights(self, begin: int, end: int) -> torch.Tensor:
         if begin >= self.boundary:
@@ -96,8 +96,8 @@ class DeviceMasterAdamW(FlatParameters):
                  eps: float, weight_decay: float, fused: bool, chunk_elements: int = CHUNK_ELEMENTS):
         super().__init__(decay, no_decay, device=device, dtype=dtype, master_device=device,
                          chunk_elements=chunk_elements)
-        self.views = [self.master[begin:end] for begin, end, _ in self.chunks]
-        groups = [{"params": [v for v, c in zip(self.views, self.chunks) if c[2] == decays],
+        self.views = [self.master[begin:end] for begin, end, _ in self.slices]
+        groups = [{"params": [v for v, c in zip(self.views, self.slices) if c[2] == decays],
                    "weight_decay": weight_decay if decays else 0.0} for decays in (True, False)]
         self.optimizer = torch.optim.AdamW([g for g in groups if g["params"]], lr=lr, betas=betas,
                                            eps=eps, fused=fused)
@@ -112,7 +112,7 @@ class DeviceMasterAdamW(FlatParameters):
         norm = self.clip_gradients(max_norm)
         for group in self.optimizer.param_groups:
             group["lr"] = lr
-        for view, (begin, end, _) in zip(self.views, self.chunks):
+        for view, (begin, end, _) in zip(self.views, self.slices):
             view.grad = self.grads[begin:end]
         self.optimizer.step()
         for view in self.views:
