@@ -20,7 +20,6 @@ from harness.models import ResolvedConfig
 if TYPE_CHECKING:
     from harness.certify.suite import PlannedPoint
     from harness.models import CaseSpec
-    from harness.models.vendor_config import VendorCaseConfig
 
 #: Limits of the run, not of the work (the config hash leaves them out too).
 _IGNORED = frozenset({"timeout_s", "hang_timeout_s", "rendezvous_timeout_s"})
@@ -43,17 +42,6 @@ def refuse_set_pairs(pairs: dict[str, str], cases: list[CaseSpec]) -> None:
                     f"--set {key}: case {case.name!r} does not let vendors tune it in "
                     f"certification (tunable: {', '.join(sorted(tunable))})"
                 )
-
-
-def check_vendor_config(vendor_config: VendorCaseConfig | None, label: str) -> Check:
-    """A vendor per-case config may not name a locked key, even one the suite overrides."""
-    if vendor_config is None:
-        return passed("rules", "no vendor config", label)
-    locked = locked_keys_touched(vendor_config.values)
-    if locked:
-        return failed("rules", f"vendor config {vendor_config.name} sets locked keys: "
-                      f"{', '.join(locked)}", label)
-    return passed("rules", f"vendor config {vendor_config.name} sets no locked key", label)
 
 
 def tunable_keys(case: CaseSpec) -> frozenset[str]:

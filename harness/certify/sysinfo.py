@@ -119,10 +119,8 @@ def collect(pm: pluggy.PluginManager, results: list[BenchmarkResult]) -> dict[st
         if result.framework_version:
             frameworks[result.framework] = result.framework_version
         libraries.update(result.environment.packages)
-        record = getattr(result, "provenance", None)
-        if record is not None:
-            dumped = record.model_dump() if hasattr(record, "model_dump") else record
-            provenance.append({"run_id": result.run_id, **dumped})
+        if result.provenance is not None:
+            provenance.append({"run_id": result.run_id, **result.provenance.model_dump()})
     infos = getattr(pm, "harness_info", {})
     return {
         "accelerators": list(accelerators.values()),
