@@ -15,7 +15,7 @@ BERT_IMMUTABLE = frozenset({
 # Run-time knobs only: never the measurement window (harness.measurement_window).
 BERT_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc",
-    "recompute", "amp_level",
+    "recompute", "amp_level", "compile",
 })
 
 # Same code path on a laptop CPU: two small layers, the real sequence length and masking.
@@ -46,6 +46,7 @@ def bert_base_seq128() -> CaseSpec:
             "seq_len": 128, "max_predictions": 20, "dropout": 0.1, "init_std": 0.02,
             "learning_rate": 1.0e-4, "lr_warmup_steps": 10, "weight_decay": 0.01,
             "adam_beta1": 0.9, "adam_beta2": 0.999, "grad_clip": 1.0, "recompute": False,
+            "compile": False,  # PyTorch: torch.compile the model and loss (one graph per shape)
             "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
             "num_samples": 16384, "log_interval": 1,
         },

@@ -43,7 +43,7 @@ class HDF5Dataset(Dataset):
         return len(self.samples)
 
     def __getitem__(self, index):
-        return tuple(torch.as_tensor(x) for x in self.samples.sample(index))
+        return tuple(torch.as_tensor(x) for x in self.samples.sample_positions(index))
 
 
 def build_model(p: dict):
@@ -58,16 +58,28 @@ def build_model(p: dict):
     return BertForPreTraining(config)
 
 
-def pretraining_loss(model, input_ids, segment_ids, input_mask, mlm_labels, nsp_labels):
-    bert = model.module if hasattr(model, "module") else model
-    sequence, pooled = bert.bert(input_ids=input_ids, token_type_ids=segment_ids,
-                                 attention_mask=input_mask, return_dict=False)[:2]
-    picked = mlm_labels.view(-1) != -1
-    hidden = sequence.reshape(-1, sequence.shape[-1])[picked]
-    mlm_logits = bert.cls.predictions(hidden)
-    nsp_logits = bert.cls.seq_relationship(pooled)
-    return (F.cross_entropy(mlm_logits.float(), mlm_labels.view(-1)[picked])
-            + F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1)))
+class PretrainingLoss(torch.nn.Module):
+    """MLM + NSP loss of a ``BertForPreTraining``, the masked positions alone through the MLM head.
+
+    One module for the whole step so that DistributedDataParallel's forward runs (it arms the
+    gradient all-reduce for the backward that follows: calling the wrapped model's parts
+    directly trained unsynchronised replicas) and so that torch.compile sees the loss too. The
+    positions are gathered (``sample_positions``: fixed shapes, padding labelled -1), not
+    selected with a mask, whose data-dependent size made the host wait for the device every step.
+    """
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids, segment_ids, input_mask, positions, labels, nsp_labels):
+        sequence, pooled = self.model.bert(input_ids=input_ids, token_type_ids=segment_ids,
+                                           attention_mask=input_mask, return_dict=False)[:2]
+        rows = positions.unsqueeze(-1).expand(-1, -1, sequence.size(-1))
+        mlm_logits = self.model.cls.predictions(torch.gather(sequence, 1, rows))
+        nsp_logits = self.model.cls.seq_relationship(pooled)
+        return (F.cross_entropy(mlm_logits.float().flatten(0, 1), labels.flatten(), ignore_index=-1)
+                + F.cross_entropy(nsp_logits.float(), nsp_labels.view(-1)))
 
 
 def main() -> int:
@@ -89,10 +101,13 @@ def main() -> int:
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": p["weight_decay"]},
                                    {"params": no_decay, "weight_decay": 0.0}],
                                   lr=p["learning_rate"], betas=(p["adam_beta1"], p["adam_beta2"]), eps=1e-6)
+    step_loss_module = PretrainingLoss(model)
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        model = DDP(model, device_ids=runtime.ddp_device_ids())
+        step_loss_module = DDP(step_loss_module, device_ids=runtime.ddp_device_ids())
+    if p.get("compile"):
+        step_loss_module = torch.compile(step_loss_module)
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = HDF5Dataset(args.data)
@@ -115,8 +130,9 @@ def main() -> int:
         dll("PARAMETER", [("batch_size_per_gpu", mbs, None)])
         log(f"> BERT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {p['seq_len']}; {'ddp' if world > 1 else 'single'} on {world} x "
-            f"{runtime.device_name}, precision {precision}, global batch {global_batch}, torch {torch.__version__}")
-        built = getattr(model, "module", model).config  # what was built, before step 1: harness checks it
+            f"{runtime.device_name}, precision {precision}, global batch {global_batch}, "
+            f"compile {bool(p.get('compile'))}, torch {torch.__version__}")
+        built = model.config  # what was built, before step 1: harness checks it
         print_readback(
             model="bert", parameters=n_params, num_layers=built.num_hidden_layers,
             hidden_size=built.hidden_size, num_heads=built.num_attention_heads,
@@ -151,9 +167,9 @@ def main() -> int:
         for micro in range(accum):
             epoch, batch = next(data)
             batch = [t.to(device, non_blocking=True) for t in batch]
-            sync = nullcontext() if micro == accum - 1 or world == 1 else model.no_sync()
+            sync = nullcontext() if micro == accum - 1 or world == 1 else step_loss_module.no_sync()
             with sync, autocast:
-                loss = pretraining_loss(model, *batch) / accum
+                loss = step_loss_module(*batch) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
         scaler.unscale_(optimizer)

@@ -58,3 +58,23 @@ def test_reader_builds_label_rows(tmp_path):
     count = int(np.count_nonzero(positions))
     assert (labels[positions[:count]] == ids[:count]).all()
     assert (labels != -1).sum() == count and nsp in (0, 1) and len(input_ids) == 128
+
+
+def test_reader_gives_fixed_width_positions(tmp_path):
+    folder, files, _ = ensure_bert_dataset(tmp_path, 2048, 128, 20, 32, seed=1)
+    sys.path.insert(0, str(SHARED_SCRIPTS_DIR))
+    try:
+        from bert_hdf5 import BertSamples
+    finally:
+        sys.path.remove(str(SHARED_SCRIPTS_DIR))
+    samples = BertSamples(str(folder / files[0]))
+    for index in range(8):
+        *inputs, label_row, nsp = samples.sample(index)
+        *same_inputs, positions, labels, same_nsp = samples.sample_positions(index)
+        assert all((a == b).all() for a, b in zip(inputs, same_inputs)) and nsp == same_nsp
+        assert positions.shape == labels.shape == (20,)
+        real = labels >= 0
+        # the same (position, label) pairs as the label row; padding points at 0 with label -1
+        assert sorted(zip(positions[real], labels[real])) == sorted(
+            (int(i), int(label_row[i])) for i in np.flatnonzero(label_row >= 0))
+        assert (positions[~real] == 0).all()
