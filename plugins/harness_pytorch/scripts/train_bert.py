@@ -5,9 +5,11 @@ like NVIDIA's ``run_pretraining.py`` only the masked positions go through the ML
 Prints DLLogger lines, which harness parses::
 
     DLL 2026-01-01 10:00:00.000000 - Training Epoch: 0 Training Iteration: 1  average_loss : 8.1
-        step_loss : 8.0 learning_rate : 0.001
+        step_loss : 8.0 learning_rate : 0.001 data_time : 0.0004 s
     DLL 2026-01-01 10:01:00.000000 -  e2e_train_time : 60.0 s training_sequences_per_second : 120.0
         sequences/s final_loss : 7.2 None raw_train_time : 58.0 s
+
+``data_time`` (not in NVIDIA's lines) is how long the step waited for its batches.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from bert_hdf5 import BertSamples
 from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
+from step_profile import StepProfiler
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -157,16 +160,21 @@ def main() -> int:
     average_loss = 0.0
     e2e_start = time.perf_counter()
     measured_start = None
+    profiler = StepProfiler(rank, device.type, log)
     for step in range(1, max_steps + 1):
         if step == skip + 1:
             measured_start = time.perf_counter()
+        profiler.begin(step)
+        data_time = 0.0
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
         step_loss = torch.zeros((), device=device)
         for micro in range(accum):
+            read = time.perf_counter()
             epoch, batch = next(data)
             batch = [t.to(device, non_blocking=True) for t in batch]
+            data_time += time.perf_counter() - read
             sync = nullcontext() if micro == accum - 1 or world == 1 else step_loss_module.no_sync()
             with sync, autocast:
                 loss = step_loss_module(*batch) / accum
@@ -181,6 +189,7 @@ def main() -> int:
             dist.all_reduce(step_loss)
             step_loss /= world
         value = float(step_loss)  # waits for the step to finish
+        profiler.end(step)
         if not math.isfinite(value):
             log(f"error: non-finite loss {value} at step {step}")
             return 1
@@ -188,7 +197,7 @@ def main() -> int:
         if rank == 0:
             dll(f"Training Epoch: {epoch} Training Iteration: {step} ",
                 [("average_loss", f"{average_loss / step:.5f}", None), ("step_loss", f"{value:.5f}", None),
-                 ("learning_rate", f"{lr:.6e}", None)])
+                 ("learning_rate", f"{lr:.6e}", None), ("data_time", f"{data_time:.5f}", "s")])
     end = time.perf_counter()
     if rank == 0:
         measured = max(1, max_steps - skip)

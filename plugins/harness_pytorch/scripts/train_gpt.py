@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 import time
 from contextlib import nullcontext
@@ -23,6 +22,7 @@ from torch_setup import peak_memory_line, read_config, run_and_exit, start_runti
 from gpt_model import GPT, model_flops_per_token
 from lr_schedule import lr_at
 from readback import print_readback
+from step_profile import StepProfiler
 
 # fp8 runs the block matrix products in float8 (fp8_training.py) and the rest in bf16 autocast.
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.bfloat16}
@@ -81,44 +81,6 @@ def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: 
         # Gradients live in the all-reduce buckets: no extra copy of every gradient.
         return DDP(model, device_ids=ids, gradient_as_bucket_view=True), "ddp"
     return model, "single"
-
-
-PROFILE_ENV = "HARNESS_PROFILE_STEPS"
-# Kernel-name fragments -> category, first match wins (cuBLAS/CUTLASS GEMMs on Hopper are
-# nvjet/sm90 kernels; flash and cuDNN attention kernels carry these names).
-KERNEL_CATEGORIES = (("nccl", "communication"), ("flash", "attention"), ("fmha", "attention"),
-                     ("cudnn", "attention"), ("adam", "optimizer"), ("gemm", "matmul"),
-                     ("nvjet", "matmul"), ("sm90_", "matmul"), ("cutlass", "matmul"),
-                     ("triton", "fused elementwise (compiled)"))
-
-
-def profile_window(world_rank: int):
-    """Steps ``a-b`` from HARNESS_PROFILE_STEPS to profile on rank 0, or None (diagnostics only)."""
-    raw = os.environ.get(PROFILE_ENV, "")
-    if not raw or world_rank != 0:
-        return None
-    first, _, last = raw.partition("-")
-    return int(first), int(last or first)
-
-
-def print_kernel_breakdown(prof, steps: int) -> None:
-    """GPU time per kernel category and the top kernels, per profiled step."""
-    totals: dict[str, float] = {}
-    kernels = []
-    for event in prof.key_averages():
-        device_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
-        if event.device_type.name == "CPU" or device_us <= 0:  # device kernels only
-            continue
-        name = event.key.lower()
-        category = next((c for frag, c in KERNEL_CATEGORIES if frag in name), "other")
-        totals[category] = totals.get(category, 0.0) + device_us
-        kernels.append((device_us, event.key))
-    busy = sum(totals.values())
-    log(f"> profile: GPU kernel time per step {busy / steps / 1000:.1f} ms over {steps} steps")
-    for category, us in sorted(totals.items(), key=lambda kv: -kv[1]):
-        log(f">   {category:<30} {us / steps / 1000:8.1f} ms  {us / busy:6.1%}")
-    for us, name in sorted(kernels, reverse=True)[:12]:
-        log(f">   kernel {us / steps / 1000:8.2f} ms  {name[:110]}")
 
 
 def attention_backend_context(name: str):
@@ -261,16 +223,9 @@ def main() -> int:
     skipped = nan_iters = 0
     interval_start = time.perf_counter()
     interval_loss = 0.0
-    window = profile_window(rank)
-    profiler = None
+    profiler = StepProfiler(rank, device.type, log)
     for step in range(1, max_steps + 1):
-        if window and step == window[0]:
-            from torch.profiler import ProfilerActivity, profile
-
-            # The device's own activity (CUDA, XPU, ...) where the profiler has one.
-            device_activity = getattr(ProfilerActivity, device.type.upper(), None)
-            profiler = profile(activities=[ProfilerActivity.CPU, *filter(None, [device_activity])])
-            profiler.__enter__()
+        profiler.begin(step)
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
                    floor=p["min_learning_rate"])
         for group in optimizer.param_groups if optimizer is not None else ():
@@ -308,10 +263,7 @@ def main() -> int:
             skipped += 1
         consumed += global_batch
         interval_loss += float(step_loss)  # also synchronises the device before timing
-        if profiler is not None and step == window[1]:
-            profiler.__exit__(None, None, None)
-            print_kernel_breakdown(profiler, window[1] - window[0] + 1)
-            profiler = None
+        profiler.end(step)
         if step % interval == 0 or step == max_steps:
             if world > 1:
                 reduced = torch.tensor([interval_loss], device=device)

@@ -1,0 +1,89 @@
+"""Diagnostics only: a kernel profile of the training steps named in HARNESS_PROFILE_STEPS.
+
+``HARNESS_PROFILE_STEPS=a-b`` (or ``a``) makes rank 0 of a PyTorch trainer profile steps a to b
+and print, as ``> profile:`` lines, the wall time of those steps beside the device's kernel time
+(their difference is time the device sat idle: the host launching, waiting for data or
+synchronising), the kernel time per category and the top kernels. Figures in BENCHMARKS.md
+come from it; nothing in a result depends on it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+PROFILE_ENV = "HARNESS_PROFILE_STEPS"
+# Kernel-name fragments -> category, first match wins (cuBLAS/CUTLASS GEMMs on Hopper are
+# nvjet/sm90 kernels; flash and cuDNN attention kernels carry these names).
+KERNEL_CATEGORIES = (("nccl", "communication"), ("flash", "attention"), ("fmha", "attention"),
+                     ("cudnn", "attention"), ("adam", "optimizer"), ("gemm", "matmul"),
+                     ("nvjet", "matmul"), ("sm90_", "matmul"), ("cutlass", "matmul"),
+                     ("triton", "fused elementwise (compiled)"))
+
+
+def profile_window(world_rank: int, environ=os.environ) -> tuple[int, int] | None:
+    """Steps ``a-b`` from HARNESS_PROFILE_STEPS to profile on rank 0, or None."""
+    raw = environ.get(PROFILE_ENV, "")
+    if not raw or world_rank != 0:
+        return None
+    first, _, last = raw.partition("-")
+    return int(first), int(last or first)
+
+
+def kernel_breakdown(events, steps: int, wall_s: float | None = None) -> list[str]:
+    """The ``> profile:`` lines for profiler ``key_averages()`` events over ``steps`` steps."""
+    totals: dict[str, float] = {}
+    kernels = []
+    for event in events:
+        device_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
+        if event.device_type.name == "CPU" or device_us <= 0:  # device kernels only
+            continue
+        name = event.key.lower()
+        category = next((c for frag, c in KERNEL_CATEGORIES if frag in name), "other")
+        totals[category] = totals.get(category, 0.0) + device_us
+        kernels.append((device_us, event.key))
+    busy = sum(totals.values())
+    lines = [f"> profile: GPU kernel time per step {busy / steps / 1000:.1f} ms over {steps} steps"]
+    if wall_s is not None and wall_s > 0:
+        wall_ms = wall_s / steps * 1000
+        lines.append(f"> profile: wall time per step {wall_ms:.1f} ms, kernels busy "
+                     f"{busy / steps / 1000 / wall_ms:.1%} of it (profiler overhead included)")
+    for category, us in sorted(totals.items(), key=lambda kv: -kv[1]):
+        lines.append(f">   {category:<30} {us / steps / 1000:8.1f} ms  {us / max(busy, 1e-9):6.1%}")
+    for us, name in sorted(kernels, reverse=True)[:12]:
+        lines.append(f">   kernel {us / steps / 1000:8.2f} ms  {name[:110]}")
+    return lines
+
+
+class StepProfiler:
+    """Profiles the window's steps: call ``begin(step)`` at a step's start and ``end(step)``
+    after the step has synchronised with the device; prints through ``log``."""
+
+    def __init__(self, world_rank: int, device_type: str, log, environ=os.environ):
+        self.window = profile_window(world_rank, environ)
+        self.device_type = device_type
+        self.log = log
+        self._profiler = None
+        self._started = 0.0
+
+    def begin(self, step: int) -> None:
+        if not self.window or step != self.window[0]:
+            return
+        from torch.profiler import ProfilerActivity, profile
+
+        # The device's own activity (CUDA, XPU, ...) where the profiler has one.
+        device_activity = getattr(ProfilerActivity, self.device_type.upper(), None)
+        activities = {ProfilerActivity.CPU, *filter(None, [device_activity])}
+        self._profiler = profile(activities=sorted(activities, key=str))
+        self._profiler.__enter__()
+        self._started = time.perf_counter()
+
+    def end(self, step: int) -> None:
+        if self._profiler is None or step != self.window[1]:
+            return
+        wall = time.perf_counter() - self._started
+        self._profiler.__exit__(None, None, None)
+        steps = self.window[1] - self.window[0] + 1
+        for line in kernel_breakdown(self._profiler.key_averages(), steps, wall):
+            self.log(line)
+        self._profiler = None

@@ -1,0 +1,43 @@
+"""The diagnostics profiler of the PyTorch trainers (HARNESS_PROFILE_STEPS)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+SCRIPTS = Path(__file__).resolve().parents[3] / "plugins" / "harness_pytorch" / "scripts"
+if str(SCRIPTS) not in sys.path:
+    sys.path.insert(0, str(SCRIPTS))
+from step_profile import StepProfiler, profile_window  # noqa: E402
+
+
+def test_window_from_the_environment_on_rank_zero_only():
+    assert profile_window(0, {"HARNESS_PROFILE_STEPS": "3-5"}) == (3, 5)
+    assert profile_window(0, {"HARNESS_PROFILE_STEPS": "4"}) == (4, 4)
+    assert profile_window(1, {"HARNESS_PROFILE_STEPS": "3-5"}) is None
+    assert profile_window(0, {}) is None
+
+
+def test_profiles_the_window_and_reports_wall_time():
+    lines: list[str] = []
+    profiler = StepProfiler(0, "cpu", lines.append, environ={"HARNESS_PROFILE_STEPS": "2-3"})
+    x = torch.randn(64, 64)
+    for step in range(1, 6):
+        profiler.begin(step)
+        (x @ x).sum().item()
+        profiler.end(step)
+    assert lines[0].startswith("> profile: GPU kernel time per step") and "over 2 steps" in lines[0]
+    assert lines[1].startswith("> profile: wall time per step")
+    assert sum(line.startswith("> profile: GPU") for line in lines) == 1  # one window, printed once
+
+
+def test_no_window_no_profile():
+    lines: list[str] = []
+    profiler = StepProfiler(0, "cpu", lines.append, environ={})
+    for step in range(1, 3):
+        profiler.begin(step)
+        profiler.end(step)
+    assert lines == []
