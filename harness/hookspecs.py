@@ -376,7 +376,11 @@ def execute(
     """Execute ``launch``, write its output to ``log_path`` and return the outcome.
 
     ``observer.on_line(line)`` must receive every (scrubbed) output line: it drives the
-    live progress display.
+    live progress display and the core's step clock: after the lines have been fed,
+    ``observer.step_times`` maps each training step to the ``time.monotonic()`` at which its
+    line arrived and ``observer.measured_window(skip_steps)`` gives the ``(start, end)`` of the
+    measured steps in that clock (``None`` when too few steps were seen), the span over which a
+    device monitor summarises utilisation (compilation and start-up left out).
 
     The core implements it (``trylast``): new process group, scrubbed log, progress, overall
     and no-output timeouts, Ctrl-C handling. Vendors wrap it (``wrapper=True``) to monitor

@@ -66,8 +66,10 @@ def print_summary(report, console=None) -> None:
     training_util = (r.device_metrics or {}).get("training_utilization_pct")
     if training_util and all(isinstance(u, (int, float)) for u in training_util):
         span = r.device_metrics.get("training_span_s")
+        over = ("the measured steps" if r.device_metrics.get("training_span_source") == "measured steps"
+                else "first to last busy sample")
         table.add_row("device utilisation", f"{min(training_util):.0f}% lowest of {len(training_util)} while "
-                                            f"training ({span:,.0f} s from first to last busy sample)")
+                                            f"training ({span:,.0f} s, {over})")
     table.add_row("config hash", r.config_hash)
     table.add_row("run folder", escape(str(report.run_dir)))
     table.add_row("legacy index", escape(str(report.legacy_path)))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import time
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.models.context import RunContext
@@ -22,3 +23,51 @@ class RunObserver:
 
     def end_repeat(self) -> None:
         pass
+
+
+class StepClock(RunObserver):
+    """Passes every event on to ``inner`` and notes when each training step's line arrived.
+
+    The core hands this to ``execute``: ``step_times`` maps a step to the ``time.monotonic()``
+    at which its line was read (the log's own timestamps, where it has any, are another
+    clock), and ``measured_window`` turns them into the span of the measured steps, over which
+    a vendor's device monitor can summarise its samples (compilation and start-up then stay out).
+    """
+
+    def __init__(self, inner: RunObserver, log_formats: dict[str, Any]):
+        self.inner = inner
+        self.log_formats = log_formats
+        self.step_times: dict[int, float] = {}
+        self._parser = None
+
+    def stage(self, name: str, detail: str = "") -> None:
+        self.inner.stage(name, detail)
+
+    def start_repeat(self, context: RunContext, total_steps: int, log_format: str) -> None:
+        fmt = self.log_formats.get(log_format)
+        self._parser = fmt.new_parser(seq_len=context.config.params.get("seq_len")) if fmt else None
+        self.step_times = {}
+        self.inner.start_repeat(context, total_steps, log_format)
+
+    def on_line(self, line: str) -> None:
+        if self._parser is not None:
+            record = self._parser.feed(line)
+            if record is not None:
+                self.step_times.setdefault(record.step, time.monotonic())
+        self.inner.on_line(line)
+
+    def end_repeat(self) -> None:
+        self.inner.end_repeat()
+
+    def measured_window(self, skip_steps: int) -> tuple[float, float] | None:
+        """``(start, end)`` in ``time.monotonic()`` seconds: from the line of the last skipped
+        step (the first step's line when none is skipped) to the last step's line; ``None``
+        when fewer than two steps were seen after the skipped ones."""
+        measured = sorted(s for s in self.step_times if s > skip_steps)
+        if not measured:
+            return None
+        before = [s for s in self.step_times if s <= skip_steps]
+        start_step = max(before) if before else measured.pop(0)
+        if not measured:
+            return None
+        return self.step_times[start_step], self.step_times[measured[-1]]

@@ -31,7 +31,7 @@ from harness.result_builder import (
     repeat_figures,
 )
 from harness.results_io import atomic_write_text, new_run_id, write_run_files
-from harness.runner.observer import RunObserver
+from harness.runner.observer import RunObserver, StepClock
 from harness.runner.signals import Terminated, deferred_signals, raise_for, stop_signals_raise
 from harness.store import ResultStore
 
@@ -406,12 +406,13 @@ def _run_repeats(pm, registry, context: RunContext, observer: RunObserver,
         attempt.scripts += [s for s in launch.scripts if s not in attempt.scripts]
         log_path = context.run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
         observer.stage("train", f"repeat {index}/{total}")
-        observer.start_repeat(ctx, settings.max_steps, launch.log_format)
+        clock = StepClock(observer, registry.log_formats.items)
+        clock.start_repeat(ctx, settings.max_steps, launch.log_format)
         attempt.launched = True
         try:
-            outcome: ProcessOutcome = router.execute(ctx, launch, log_path, observer)
+            outcome: ProcessOutcome = router.execute(ctx, launch, log_path, clock)
         finally:
-            observer.end_repeat()
+            clock.end_repeat()
         attempt.outcomes.append(outcome)
         if context.node_rank:  # the training figures are node 0's
             if outcome.status != "success":

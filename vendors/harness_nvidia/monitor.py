@@ -4,9 +4,12 @@ Each sample is one CSV row per GPU (``monitor.csv`` in the run folder): seconds 
 GPU index, memory used, utilisation and power. The summary gives what the result reports:
 NVML peak memory per GPU (everything on the device, the CUDA context and caching allocator
 included, so it is higher than the framework's own peak allocation), mean power, power while
-busy, energy, and the utilisation while training: the mean utilisation of each GPU from the
-first busy sample to the last, dips included, so a data pipeline that starves the GPUs between
-steps shows there while start-up, compilation and teardown do not.
+busy, energy, and the utilisation while training: the mean utilisation of each GPU over the
+measured steps (from the line of the last skipped step to the last step's, as the core's step
+clock saw them arrive), dips included, so a data pipeline that starves the GPUs between steps
+shows there while start-up, compilation and teardown do not. Without step times (a log whose
+steps the harness cannot read) the span is the first busy sample to the last, which an isolated
+busy sample during compilation stretches.
 
 The interval is ``HARNESS_NVIDIA_MONITOR_INTERVAL_S`` (seconds, default 1; ``0`` or ``off``
 turns the monitor off).
@@ -68,9 +71,11 @@ class MonitorSummary:
     mean_utilization_pct: list[float | None] = field(default_factory=list)
     busy_power_w: float | None = None
     busy_s: float = 0.0
-    #: Mean utilisation per GPU over the training span (first to last busy sample), and its length.
+    #: Mean utilisation per GPU over the training span, its length, and what bounds it
+    #: ("measured steps" or "busy samples").
     training_utilization_pct: list[float | None] = field(default_factory=list)
     training_span_s: float = 0.0
+    training_span_source: str | None = None
     energy_j: float | None = None
     energy_source: str | None = None
     duration_s: float = 0.0
@@ -89,6 +94,7 @@ class MonitorSummary:
             "busy_s": round(self.busy_s, 3),
             "training_utilization_pct": self.training_utilization_pct,
             "training_span_s": round(self.training_span_s, 3),
+            "training_span_source": self.training_span_source,
             "energy_j": self.energy_j,
             "energy_source": self.energy_source,
         }
@@ -104,10 +110,19 @@ def _try(call, *args):
         return None
 
 
+def _window_samples(samples: list[Sample], window: tuple[float, float], interval_s: float) -> list[Sample]:
+    """The samples that describe the window: NVML's utilisation covers a period before the
+    reading, so those from one interval after the window opens to its end."""
+    start, end = window
+    return [s for s in samples if start + interval_s <= s.time_s <= end]
+
+
 def summarise(samples: list[Sample], gpus: list[int], interval_s: float,
               energy_j: float | None = None, energy_source: str | None = None,
-              duration_s: float = 0.0) -> MonitorSummary:
-    """Peak memory, mean power/utilisation per GPU; summed power over the busy samples."""
+              duration_s: float = 0.0, window: tuple[float, float] | None = None) -> MonitorSummary:
+    """Peak memory, mean power/utilisation per GPU; summed power over the busy samples;
+    utilisation over ``window`` (sample-time seconds of the measured steps) where it holds
+    samples, else from the first busy sample to the last."""
     summary = MonitorSummary(gpus=gpus, interval_s=interval_s, samples=len(samples),
                              duration_s=duration_s)
     for i in range(len(gpus)):
@@ -124,8 +139,16 @@ def summarise(samples: list[Sample], gpus: list[int], interval_s: float,
         busy = [samples[i] for i in busy_at]
         summary.busy_power_w = statistics.fmean(sum(s.power_w) for s in busy)  # type: ignore[arg-type]
         summary.busy_s = len(busy) * interval_s
-        span = samples[busy_at[0]:busy_at[-1] + 1]
+    in_window = _window_samples(samples, window, interval_s) if window else []
+    if in_window:
+        span, summary.training_span_source = in_window, "measured steps"
+        summary.training_span_s = window[1] - window[0]  # type: ignore[index]
+    elif busy_at:
+        span, summary.training_span_source = samples[busy_at[0]:busy_at[-1] + 1], "busy samples"
         summary.training_span_s = len(span) * interval_s
+    else:
+        span = []
+    if span:
         for i in range(len(gpus)):
             util = [s.utilization[i] for s in span if s.utilization[i] is not None]
             summary.training_utilization_pct.append(statistics.fmean(util) if util else None)
@@ -195,7 +218,9 @@ class GpuMonitor:
             self._csv.flush()
         return sample
 
-    def stop(self) -> MonitorSummary:
+    def stop(self, window: tuple[float, float] | None = None) -> MonitorSummary:
+        """Stops sampling; ``window`` is the measured steps' ``(start, end)`` in
+        ``time.monotonic()`` seconds (the core's step clock), or ``None``."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=max(5.0, 2 * self.interval_s))
@@ -208,4 +233,5 @@ class GpuMonitor:
         if self._energy_start and all(x is not None for x in self._energy_start + ends):
             energy = sum(e - s for s, e in zip(self._energy_start, ends)) / 1000.0  # type: ignore[operator]
             source = "NVML total energy counter"
-        return summarise(self.samples, self.gpus, self.interval_s, energy, source, duration)
+        relative = (window[0] - self._t0, window[1] - self._t0) if window else None
+        return summarise(self.samples, self.gpus, self.interval_s, energy, source, duration, relative)

@@ -108,8 +108,10 @@ def execute(context: RunContext, launch: LaunchSpec, log_path: Path, observer):
         summary = csv_name = None
         if monitor is not None:
             gpu_monitor, nvml, csv_name = monitor
+            window = getattr(observer, "measured_window", None)  # the core's step clock
+            measured = window(context.config.settings.skip_steps) if window else None
             try:
-                summary = gpu_monitor.stop()
+                summary = gpu_monitor.stop(measured)
             finally:
                 nvml.nvmlShutdown()
     if summary is not None and outcome is not None:

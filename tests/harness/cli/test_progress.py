@@ -80,7 +80,11 @@ def test_summary_shows_the_device_utilisation_over_the_training_span():
     report = SimpleNamespace(result=result, run_dir=Path("/r"), legacy_path=Path("/r/index/x"))
     buffer = io.StringIO()
     print_summary(report, console=Console(file=buffer, width=160, force_terminal=False))
-    assert "63% lowest of 2 while training (42 s from first to last busy sample)" in buffer.getvalue()
+    assert "63% lowest of 2 while training (42 s, first to last busy sample)" in buffer.getvalue()
+    result.device_metrics["training_span_source"] = "measured steps"
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=160, force_terminal=False))
+    assert "63% lowest of 2 while training (42 s, the measured steps)" in buffer.getvalue()
     result.device_metrics = {}  # no monitor (cpu vendor): no row
     buffer = io.StringIO()
     print_summary(report, console=Console(file=buffer, width=160, force_terminal=False))

@@ -56,6 +56,24 @@ def test_training_utilisation_counts_dips_between_busy_samples_but_not_start_up(
     assert s.as_extras("monitor.csv")["training_utilization_pct"] == s.training_utilization_pct
 
 
+def test_training_utilisation_over_the_measured_steps_ignores_a_busy_blip_in_compilation():
+    # An autotuning blip at 2 s during compilation, then training (the measured steps' window
+    # opens at 6.0 s with the last skipped step's line and closes at 9.1 s).
+    utilisation = [0, 0, 63, 0, 0, 0, 40, 90, 80, 85, 30, 0]
+    samples = [Sample(float(t), [1], [u], [100.0]) for t, u in enumerate(utilisation)]
+    by_busy = summarise(samples, gpus=[0], interval_s=1.0)
+    assert by_busy.training_span_source == "busy samples" and by_busy.training_span_s == 8.0
+    s = summarise(samples, gpus=[0], interval_s=1.0, window=(6.0, 9.1))
+    assert s.training_utilization_pct == [pytest.approx((90 + 80 + 85) / 3)]  # samples at 7, 8, 9 s
+    assert s.training_span_s == pytest.approx(3.1) and s.training_span_source == "measured steps"
+    # a sample is in when the whole interval before it is: the one at 7 s is not for (6.2, 9.1)
+    assert summarise(samples, gpus=[0], interval_s=1.0, window=(6.2, 9.1)).training_utilization_pct == [
+        pytest.approx((80 + 85) / 2)]
+    assert s.as_extras("monitor.csv")["training_span_source"] == "measured steps"
+    # a window too short to hold a sample falls back to the busy samples
+    assert summarise(samples, gpus=[0], interval_s=1.0, window=(7.1, 7.5)).training_span_source == "busy samples"
+
+
 def test_summary_without_busy_samples_has_no_busy_power():
     s = summarise([Sample(0.0, [1], [10], [80.0])], gpus=[0], interval_s=1.0)
     assert s.busy_power_w is None and "busy_power_w" not in s.as_extras("monitor.csv")
