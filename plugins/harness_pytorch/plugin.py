@@ -81,18 +81,6 @@ def torch_build_tag() -> str | None:
 
 
 @hookimpl
-def unsupported_reason(context: RunContext) -> str | None:
-    """A vendor whose device backend has no torch entry cannot run the PyTorch scripts."""
-    from harness.errors import HarnessError
-
-    try:
-        torch_device(context.vendor, context.config.device)
-    except HarnessError as exc:
-        return str(exc)
-    return None
-
-
-@hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
     settings = context.config.settings
     model = context.case.model
@@ -142,6 +130,15 @@ def memory_plan(context: RunContext, device_memory_bytes: int):
 
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
+    """What the PyTorch scripts would refuse on this machine, said before anything runs: a
+    vendor whose device backend has no torch entry, and the GPT script's precision and
+    optimizer-placement rules."""
+    from harness.errors import HarnessError
+
+    try:
+        torch_device(context.vendor, context.config.device)
+    except HarnessError as exc:
+        return str(exc)
     if context.config.settings.precision == "fp8":
         if context.case.model != "gpt":
             return "fp8 training is implemented for the GPT cases only (torchao float8)"
