@@ -19,8 +19,9 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
-from gpt_model import GPT, model_flops_per_token
+from gpt_model import GPT
 from lr_schedule import lr_at
+from model_flops import gpt_training_flops_per_token
 from readback import print_readback
 from step_profile import StepProfiler
 
@@ -145,7 +146,7 @@ def main() -> int:
             min_learning_rate=p["min_learning_rate"], lr_warmup_steps=p["lr_warmup_steps"],
             lr_decay_steps=p["lr_decay_steps"], max_steps=s["max_steps"], seed=s["seed"],
             device_type=device.type)
-    flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
+    flops_per_token = gpt_training_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
     # An optimizer that owns fp32 master copies of compute-dtype weights (master_weights.py):
     # in host memory (offload=cpu) or on the device (master_weights=optimizer).
     flat_optimizer = None
