@@ -55,6 +55,16 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
             raise UnavailableError(
                 "the PyTorch BERT case needs transformers; install it with `pip install -e '.[torch]'`"
             ) from None
+    if context.config.settings.precision == "fp8":  # Float8Linear comes from torchao
+        try:
+            packages["torchao"] = metadata.version("torchao")
+        except metadata.PackageNotFoundError:
+            from harness.errors import UnavailableError
+
+            raise UnavailableError(
+                "fp8 training runs on torchao's float8 linears, which are not installed; install "
+                "them with `pip install torchao` or use --precision bf16"
+            ) from None
     check_torch_device(sys.executable, context.vendor, context.config.device)
     return ExecutionEnv(python=sys.executable, framework=FRAMEWORK, framework_version=version,
                         framework_build=torch_build_tag(), packages=packages,

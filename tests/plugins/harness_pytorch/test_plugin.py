@@ -1,4 +1,4 @@
-"""The PyTorch plugin's environment records torch's build tag."""
+"""The PyTorch plugin: its environment (torch's build tag, torchao for fp8) and what it refuses."""
 
 from __future__ import annotations
 
@@ -52,3 +52,46 @@ def test_a_vendor_without_a_torch_device_is_an_unsupported_reason(tmp_path):
                                             scale="smoke", output=tmp_path, cache_dir=tmp_path))
     reasons = HookRouter(pm, registry).unsupported_reasons(context)
     assert any("vendor 'acme' declares no torch device" in r for r in reasons)
+
+
+def _fp8_context(tmp_path):
+    """A planned GPT run with its precision set to fp8 afterwards (the cpu vendor has none)."""
+    from tests.plugins.conftest import plan_context
+
+    context = plan_context(tmp_path, "gpt3_125M", "pytorch")
+    settings = context.config.settings.model_copy(update={"precision": "fp8"})
+    return context.model_copy(update={"config": context.config.model_copy(update={"settings": settings})})
+
+
+def test_fp8_without_torchao_is_refused_with_the_install_command(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from harness.errors import UnavailableError
+    from harness_pytorch import plugin
+
+    real = metadata.version
+
+    def version(name):
+        if name == "torchao":
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(plugin.metadata, "version", version)
+    with pytest.raises(UnavailableError, match=r"`pip install torchao` or use --precision bf16$"):
+        plugin.prepare_env(context=_fp8_context(tmp_path))
+
+
+def test_fp8_records_the_torchao_version(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from harness_pytorch import plugin
+
+    real = metadata.version
+    monkeypatch.setattr(plugin.metadata, "version",
+                        lambda name: "0.14.1" if name == "torchao" else real(name))
+    env = plugin.prepare_env(context=_fp8_context(tmp_path))
+    assert env.packages["torchao"] == "0.14.1"
+    from tests.plugins.conftest import plan_context
+
+    fp32 = plan_context(tmp_path / "fp32", "gpt3_125M", "pytorch")
+    assert "torchao" not in plugin.prepare_env(context=fp32).packages  # only fp8 needs it
