@@ -160,6 +160,9 @@ def unsupported_reason(context: RunContext) -> str | None:
                     "on the cpu vendor everything is in host memory already")
         if context.config.settings.world_size > 1:
             return "offload=cpu runs on one device; use sharding_stage=3 across several"
+        if context.config.settings.precision == "fp16":  # train_gpt.py refuses it too
+            return ("offload=cpu runs in bf16 or fp32 (its host optimizer has no fp16 loss "
+                    "scaling); use --precision bf16")
     if str(context.config.params.get("master_weights", "model")) == "optimizer":
         if context.config.settings.precision not in ("bf16", "fp8"):
             return ("master_weights=optimizer keeps bf16 weights beside fp32 masters; it runs in "

@@ -95,3 +95,21 @@ def test_fp8_records_the_torchao_version(tmp_path, monkeypatch):
 
     fp32 = plan_context(tmp_path / "fp32", "gpt3_125M", "pytorch")
     assert "torchao" not in plugin.prepare_env(context=fp32).packages  # only fp8 needs it
+
+
+def test_offload_in_fp16_is_refused_before_launch_as_the_script_refuses_it(tmp_path):
+    """train_gpt.py exits 2 on offload=cpu in fp16; the plugin says so before anything runs."""
+    from harness.models import DeviceInfo, DeviceSet
+    from harness_pytorch import plugin
+    from tests.plugins.conftest import plan_context
+
+    def on_a_gpu(precision):
+        context = plan_context(tmp_path / precision, "gpt3_125M", "pytorch")
+        settings = context.config.settings.model_copy(update={"precision": precision})
+        params = {**context.config.params, "offload": "cpu"}
+        config = context.config.model_copy(update={"settings": settings, "params": params})
+        devices = DeviceSet(vendor="nvidia", kind="gpu", devices=[DeviceInfo(index=0, name="NVIDIA H100")])
+        return context.model_copy(update={"config": config, "devices": devices})
+
+    assert "use --precision bf16" in plugin.unsupported_reason(context=on_a_gpu("fp16"))
+    assert plugin.unsupported_reason(context=on_a_gpu("bf16")) is None
