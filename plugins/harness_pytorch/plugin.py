@@ -21,7 +21,6 @@ TRAIN_SCRIPTS = {
     "resnet50": SCRIPTS / "train_cnn.py",
     "mobilenet_v1": SCRIPTS / "train_cnn.py",
 }
-CNN_MODELS = frozenset({"resnet50", "mobilenet_v1"})
 
 
 @hookimpl

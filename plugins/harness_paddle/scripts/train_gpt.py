@@ -134,8 +134,8 @@ def main() -> int:
                     + memory_fields(rt.device))
             interval_loss = reader_cost = batch_cost = 0.0
     if rt.rank == 0:
-        log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)"
-            if rt.device != "gpu" else "> training finished on gpu")  # gpu: allocator figures above
+        if rt.device != "gpu":  # gpu: the allocator figures of the step lines
+            log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
         log("> training finished")
     return 0
 

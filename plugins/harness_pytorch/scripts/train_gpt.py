@@ -33,8 +33,6 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-
-
 def split_weight_decay(model: torch.nn.Module) -> tuple[list, list]:
     """Matrices decay; biases and LayerNorm weights do not."""
     decay, no_decay = [], []
@@ -53,13 +51,12 @@ def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
                              eps=1e-8, fused=fused)
 
 
-def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: int,
-                  precision: str):
+def wrap_parallel(model: torch.nn.Module, p: dict, runtime, precision: str):
     if int(p.get("tensor_parallel_degree", 1)) > 1 or int(p.get("pipeline_parallel_degree", 1)) > 1:
         log("error: the PyTorch plugin trains data parallel only; tensor/pipeline parallel "
             "layouts run with --framework megatron")
         sys.exit(2)
-    stage = int(p.get("sharding_stage", 0))
+    stage, world = int(p.get("sharding_stage", 0)), runtime.world
     if stage > 0 and world > 1:
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -78,9 +75,8 @@ def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: 
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        ids = [device.index] if device.index is not None else None  # None: a shared host
         # Gradients live in the all-reduce buckets: no extra copy of every gradient.
-        return DDP(model, device_ids=ids, gradient_as_bucket_view=True), "ddp"
+        return DDP(model, device_ids=runtime.ddp_device_ids(), gradient_as_bucket_view=True), "ddp"
     return model, "single"
 
 
@@ -178,7 +174,7 @@ def main() -> int:
             log(f"> fp8: {swapped} block linears on torchao float8 (tensorwise scaling)")
     if p.get("compile"):
         model.compile_layers()
-    model, parallel = wrap_parallel(model, p, device, world, precision)
+    model, parallel = wrap_parallel(model, p, runtime, precision)
     if flat_optimizer is not None:
         where = "host memory" if offload == "cpu" else "device memory"
         parallel = f"single, {precision} weights, fp32 master weights and AdamW states in {where}"

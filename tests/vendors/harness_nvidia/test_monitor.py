@@ -165,7 +165,7 @@ def test_nproc_defaults_to_every_visible_gpu(monkeypatch, tmp_path):
     context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_1.3B", vendor="nvidia",
                                                              output=tmp_path))
     assert context.config.settings.nproc == 3
-    # The H200 per-case config applies: bf16, micro batch 8, compiled.
+    # The nvidia per-case config applies: bf16, compiled.
     assert context.config.settings.precision == "bf16"
     assert context.config.params["compile"] is True
 
