@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from harness.logformat import LogFormat, LogParser
+from harness.logparse.peak_memory import PEAK_MEMORY_MB
 from harness.models import ParsedLog, StepRecord
 
 _ITERATION = re.compile(r"iteration\s+(\d+)\s*/\s*(\d+)\s*\|")
@@ -34,7 +35,6 @@ _STANDARD = re.compile(
     r"(?: throughput per GPU \(TFLOP/s/GPU\): ([^|]+)\|)?"
     r" learning rate: ([^|]+)\| global batch size: ([^|]+)\| lm loss: ([^|]+)\|"
 )
-_PEAK_MEMORY = re.compile(r"peak memory \(MB\):\s*([\d.]+)")
 _MAX_ALLOCATED = re.compile(r"max allocated:\s*([\d.]+)")
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\)|^\w*Error: |CUDA out of memory")
 
@@ -75,7 +75,7 @@ class MegatronParser(LogParser):
         if "iteration" in line and "elapsed time per iteration" in line:
             return self._iteration(line)
         if "memory (MB)" in line:
-            match = _PEAK_MEMORY.search(line) or _MAX_ALLOCATED.search(line)
+            match = PEAK_MEMORY_MB.search(line) or _MAX_ALLOCATED.search(line)
             if match:
                 self.peak_mb = max(self.peak_mb or 0.0, float(match.group(1)))
         elif ("Traceback" in line or "Error" in line or "out of memory" in line) and _TRACEBACK.search(line):

@@ -1,10 +1,8 @@
 """Model FLOPs of BERT pre-training per sequence, from the resolved case parameters.
 
-6 x parameters x tokens for the encoder's matrix products (every token), 6 x the MLM head's
-products for the masked positions only (``max_predictions``: the most a sequence has, as the
-NGC and PaddleNLP scripts run the head on the gathered masked positions), and 12·L·h·s² for the
-attention scores and values (PaLM's 12·L·h·s per token). Embedding lookups, LayerNorm and the
-pooler/NSP head (one token) are negligible and left out.
+The formula (encoder matrix products for every token, the MLM head's for the masked positions,
+attention scores and values) is ``shared_scripts/model_flops.py``'s, which the training
+scripts' log lines use too.
 """
 
 from __future__ import annotations
@@ -12,17 +10,18 @@ from __future__ import annotations
 from typing import Mapping
 
 from harness.models import FlopsEstimate
+from harness_cases.shared_scripts.model_flops import (bert_matmul_weights,
+                                                      bert_training_flops_per_sequence)
 
 FORMULA = "bert-6N_enc*s+6N_mlm*p+12Lhs^2"
 
 
 def bert_flops_per_sequence(params: Mapping[str, object]) -> FlopsEstimate:
-    h, layers = int(params["hidden_size"]), int(params["num_layers"])
-    seq, ffn = int(params["seq_len"]), int(params["intermediate_size"])
-    vocab, predictions = int(params["vocab_size"]), int(params["max_predictions"])
-    encoder = layers * (4 * h * h + 2 * h * ffn)  # Q, K, V, output; two FFN matrices
-    mlm_head = h * h + h * vocab  # transform dense + decoder (tied to the word embeddings)
-    per_sequence = 6.0 * (encoder * seq + mlm_head * predictions) + 12.0 * layers * h * seq * seq
+    dims = {key: int(params[key]) for key in
+            ("num_layers", "hidden_size", "intermediate_size", "vocab_size")}
+    encoder, mlm_head = bert_matmul_weights(**dims)
+    per_sequence = bert_training_flops_per_sequence(
+        **dims, seq_len=int(params["seq_len"]), max_predictions=int(params["max_predictions"]))
     return FlopsEstimate(per_unit=per_sequence, unit="sequences/s", formula=FORMULA,
                          parameters=encoder + mlm_head, model_parameters=bert_parameter_count(params))
 

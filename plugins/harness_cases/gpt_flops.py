@@ -1,9 +1,7 @@
 """Model FLOPs of the GPT decoder, so that MFU is computed from the model, never typed in.
 
-Training FLOPs per token = 6·N + 12·L·h·s (Chowdhery et al. 2022, PaLM, appendix B): 6·N for
-the forward and backward matrix products of every parameter, 12·L·h·s for the attention
-score and value products, which no parameter accounts for. Recomputed activations are
-not counted: MFU measures useful work, not the work a memory-saving trick adds.
+Training FLOPs per token = 6·N + 12·L·h·s (PaLM, appendix B), the formula of
+``shared_scripts/model_flops.py`` that the training scripts' log lines use too.
 """
 
 from __future__ import annotations
@@ -11,6 +9,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from harness.models import FlopsEstimate
+from harness_cases.shared_scripts.model_flops import gpt_training_flops_per_token
 
 FORMULA = "palm-6N+12Lhs"
 
@@ -34,5 +33,5 @@ def gpt_flops_per_token(params: Mapping[str, object]) -> FlopsEstimate:
     seq, vocab = int(params["seq_len"]), int(params["vocab_size"])
     n = gpt_parameter_count(num_layers=layers, hidden_size=hidden, vocab_size=vocab, seq_len=seq,
                             ffn_multiplier=int(params.get("ffn_multiplier", 4)))
-    return FlopsEstimate(per_unit=6.0 * n + 12.0 * layers * hidden * seq, unit="tokens/s",
-                         formula=FORMULA, parameters=n, model_parameters=n)
+    return FlopsEstimate(per_unit=gpt_training_flops_per_token(n, layers, hidden, seq),
+                         unit="tokens/s", formula=FORMULA, parameters=n, model_parameters=n)

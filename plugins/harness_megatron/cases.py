@@ -12,6 +12,9 @@ MATRIX_IMMUTABLE = frozenset({"num_layers", "hidden_size", "num_heads", "vocab_s
 # Run-time knobs only: never the measurement window (harness.measurement_window).
 MATRIX_VENDOR_OVERRIDABLE = frozenset({"precision", "recompute", "sharding_stage",
                                        "attention_backend"})
+#: The attention kernels train_megatron_gpt.py runs: PyTorch's scaled_dot_product_attention
+#: with its own kernel choice (auto), or Megatron-core's local attention.
+MEGATRON_ATTENTION = ("auto", "local")
 
 
 def matrix_case(case: MatrixCase) -> CaseSpec:
@@ -49,9 +52,8 @@ def matrix_case(case: MatrixCase) -> CaseSpec:
                "vocab_size": 2048, "max_steps": 12, "skip_steps": 4},
         immutable=MATRIX_IMMUTABLE,
         vendor_overridable=MATRIX_VENDOR_OVERRIDABLE,
-        # What train_megatron_gpt.py understands: full recompute or none; local attention or
-        # PyTorch's SDPA (auto).
-        choices={"recompute": ("none", "full"), "attention_backend": ("auto", "local")},
+        # What train_megatron_gpt.py understands: full recompute or none, MEGATRON_ATTENTION.
+        choices={"recompute": ("none", "full"), "attention_backend": MEGATRON_ATTENTION},
     )
 
 

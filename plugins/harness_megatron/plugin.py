@@ -12,6 +12,7 @@ from harness.errors import UnavailableError, UserInputError
 from harness.launch import torchrun_node_arguments
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
+from harness_megatron.cases import MEGATRON_ATTENTION
 
 FRAMEWORK = "megatron"
 SCRIPT = Path(__file__).parent / "scripts" / "train_megatron_gpt.py"
@@ -53,10 +54,20 @@ def _needs_nvidia_gpus(context: RunContext) -> str | None:
 
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
+    """Settings of the GPT cases that train_megatron_gpt.py does not implement are refused, not
+    ignored: the result would record them as the run's settings."""
+    params = context.config.params
     if context.config.settings.precision == "fp8":
         return "Megatron-core trains fp8 through Transformer Engine, which this plugin does not use"
-    if str(context.config.params.get("offload", "none")) != "none":
+    if str(params.get("offload", "none")) != "none":
         return "the Megatron-core plugin keeps its optimizer on the GPU (offload=none)"
+    if params.get("compile"):
+        return "the Megatron-core plugin does not torch.compile its model; run it with compile=false"
+    attention = str(params.get("attention_backend", "auto"))
+    if attention not in MEGATRON_ATTENTION:
+        return (f"attention_backend={attention}: the Megatron-core plugin runs attention through "
+                f"{' or '.join(MEGATRON_ATTENTION)} (scaled_dot_product_attention's own kernel "
+                "choice, or Megatron-core's local attention)")
     return _needs_nvidia_gpus(context)
 
 

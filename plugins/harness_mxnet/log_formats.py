@@ -40,6 +40,7 @@ from typing import Any
 
 from harness.logformat import LogFormat
 from harness.logparse.dllogger import parse_dll_line
+from harness.logparse.peak_memory import peak_memory_bytes
 from harness.logparse.recorder import RecordingParser, normalise_unit, to_float
 from harness.models import StepRecord
 
@@ -103,6 +104,10 @@ class GluonCVParser(RecordingParser):
             match = _TOTAL_BATCH.search(line)
             if match:
                 self._total_batch = int(match.group(1))
+        peak = peak_memory_bytes(line)  # the harness script's own line (process max RSS)
+        if peak is not None:
+            self.note_memory(peak)
+            return None
         self.check_failure(line)
         return None
 

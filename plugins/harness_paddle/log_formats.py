@@ -34,6 +34,7 @@ import re
 from typing import Any
 
 from harness.logformat import LogFormat
+from harness.logparse.peak_memory import peak_memory_bytes
 from harness.logparse.recorder import RecordingParser, memory_bytes, normalise_unit, number_after, to_float
 from harness.models import StepRecord
 
@@ -99,6 +100,10 @@ class _PaddleParser(RecordingParser):
             match = _NAMESPACE_MAX_STEPS.search(line)
             if match:
                 self.meta["max_steps"] = int(match.group(1))
+            return
+        peak = peak_memory_bytes(line)  # the harness scripts' own line, where no allocator reports
+        if peak is not None:
+            self.note_memory(peak)
             return
         self.check_failure(line)
 

@@ -47,7 +47,8 @@ def torch_device(vendor: str, backend: DeviceBackend | None) -> FrameworkDevice:
 
 
 def check_torch_device(python: str, vendor: str, backend: DeviceBackend | None) -> None:
-    """Raise a one-line UserInputError when torch in ``python`` cannot load the device type."""
+    """Raise a one-line error when torch in ``python`` cannot load the device type: an
+    UnavailableError when the vendor declares no torch device, else a UserInputError."""
     entry = torch_device(vendor, backend)
     device_type = entry.device_type
     hint = entry.import_modules[0] if entry.import_modules else f"torch_{device_type}"

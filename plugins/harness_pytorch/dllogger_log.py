@@ -30,6 +30,7 @@ from typing import Any
 
 from harness.logformat import LogFormat
 from harness.logparse.dllogger import DLLRecord, parse_dll_line
+from harness.logparse.peak_memory import peak_memory_bytes
 from harness.logparse.recorder import RecordingParser, normalise_unit
 from harness.models import StepRecord
 
@@ -37,7 +38,6 @@ _ACCUMULATION = re.compile(r"gradient_accumulation_steps[=\s:]+(\d+)")
 _MAX_STEPS = re.compile(r"\bmax_steps[=\s:]+(\d+)")
 _NPROC = re.compile(r"nproc_per_node[=\s](\d+)")
 _NNODES = re.compile(r"\bnnodes[=\s](\d+)")
-_PEAK_MEMORY = re.compile(r"peak memory \(MB\):\s*([\d.]+)")
 
 
 class _DLLParser(RecordingParser):
@@ -57,9 +57,9 @@ class _DLLParser(RecordingParser):
 
     def on_other_line(self, line: str) -> None:
         # Not DLLogger: the harness scripts' own peak-memory line (NVIDIA's scripts log none).
-        match = _PEAK_MEMORY.search(line) if "peak memory" in line else None
-        if match:
-            self.note_memory(int(float(match.group(1)) * 2**20))
+        peak = peak_memory_bytes(line)
+        if peak is not None:
+            self.note_memory(peak)
             return
         self.check_failure(line)
 

@@ -28,6 +28,7 @@ estimate against measured peak for every GPT run (H100 and H200).
 from __future__ import annotations
 
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
+from harness_cases.gpt_flops import gpt_parameter_count
 
 # Bytes per b·s·h·L of saved activations in a compiled block with flash attention, bf16, with
 # the residual stream in fp32 (fp32 parameters, or offload with master_weights=model). Fitted
@@ -56,11 +57,10 @@ OFFLOAD_MIN_MICRO_BATCHES = 64
 
 
 def gpt_parameters(p: dict) -> int:
-    """N of train_gpt.py's GPT: per layer 12h² + 13h, embeddings (V + s)·h, final LayerNorm 2h."""
-    h, layers = int(p["hidden_size"]), int(p["num_layers"])
-    ffn = int(p.get("ffn_multiplier", 4)) * h
-    per_layer = 4 * h * h + 4 * h + 2 * h * ffn + ffn + h + 4 * h
-    return layers * per_layer + (int(p["vocab_size"]) + int(p["seq_len"])) * h + 2 * h
+    """N of train_gpt.py's GPT (the case catalog's count, which MFU uses too)."""
+    return gpt_parameter_count(num_layers=int(p["num_layers"]), hidden_size=int(p["hidden_size"]),
+                               vocab_size=int(p["vocab_size"]), seq_len=int(p["seq_len"]),
+                               ffn_multiplier=int(p.get("ffn_multiplier", 4)))
 
 
 def estimate(p: dict, *, precision: str, micro_batch: int, world: int, offload: str,

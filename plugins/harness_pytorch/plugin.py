@@ -21,7 +21,6 @@ TRAIN_SCRIPTS = {
     "resnet50": SCRIPTS / "train_cnn.py",
     "mobilenet_v1": SCRIPTS / "train_cnn.py",
 }
-CNN_MODELS = frozenset({"resnet50", "mobilenet_v1"})
 
 
 @hookimpl
@@ -55,6 +54,16 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
             raise UnavailableError(
                 "the PyTorch BERT case needs transformers; install it with `pip install -e '.[torch]'`"
             ) from None
+    if context.config.settings.precision == "fp8":  # Float8Linear comes from torchao
+        try:
+            packages["torchao"] = metadata.version("torchao")
+        except metadata.PackageNotFoundError:
+            from harness.errors import UnavailableError
+
+            raise UnavailableError(
+                "fp8 training runs on torchao's float8 linears, which are not installed; install "
+                "them with `pip install torchao` or use --precision bf16"
+            ) from None
     check_torch_device(sys.executable, context.vendor, context.config.device)
     return ExecutionEnv(python=sys.executable, framework=FRAMEWORK, framework_version=version,
                         framework_build=torch_build_tag(), packages=packages,
@@ -77,18 +86,6 @@ def torch_build_tag() -> str | None:
             value = node.value.value if isinstance(node.value, ast.Constant) else None
             if isinstance(value, str) and "+" in value:
                 return value.split("+", 1)[1] or None
-    return None
-
-
-@hookimpl
-def unsupported_reason(context: RunContext) -> str | None:
-    """A vendor whose device backend has no torch entry cannot run the PyTorch scripts."""
-    from harness.errors import HarnessError
-
-    try:
-        torch_device(context.vendor, context.config.device)
-    except HarnessError as exc:
-        return str(exc)
     return None
 
 
@@ -142,6 +139,15 @@ def memory_plan(context: RunContext, device_memory_bytes: int):
 
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
+    """What the PyTorch scripts would refuse on this machine, said before anything runs: a
+    vendor whose device backend has no torch entry, and the GPT script's precision and
+    optimizer-placement rules."""
+    from harness.errors import HarnessError
+
+    try:
+        torch_device(context.vendor, context.config.device)
+    except HarnessError as exc:
+        return str(exc)
     if context.config.settings.precision == "fp8":
         if context.case.model != "gpt":
             return "fp8 training is implemented for the GPT cases only (torchao float8)"
@@ -153,6 +159,9 @@ def unsupported_reason(context: RunContext) -> str | None:
                     "on the cpu vendor everything is in host memory already")
         if context.config.settings.world_size > 1:
             return "offload=cpu runs on one device; use sharding_stage=3 across several"
+        if context.config.settings.precision == "fp16":  # train_gpt.py refuses it too
+            return ("offload=cpu runs in bf16 or fp32 (its host optimizer has no fp16 loss "
+                    "scaling); use --precision bf16")
     if str(context.config.params.get("master_weights", "model")) == "optimizer":
         if context.config.settings.precision not in ("bf16", "fp8"):
             return ("master_weights=optimizer keeps bf16 weights beside fp32 masters; it runs in "

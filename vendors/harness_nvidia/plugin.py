@@ -84,6 +84,11 @@ def used_gpu_indices(context: RunContext) -> list[int]:
 
 @hookimpl(wrapper=True)
 def run(context: RunContext, env, dataset):
+    from harness_nvidia.monitor import interval_from_env
+
+    # A malformed monitor interval is bad input: refused here, before the launch, not by the
+    # execute wrapper once the run counts as launched (a failed result, exit 1).
+    interval_from_env()
     launch: LaunchSpec | None = yield
     if launch is None:
         return launch

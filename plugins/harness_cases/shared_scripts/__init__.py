@@ -9,6 +9,8 @@ scripts' ``PYTHONPATH`` (``SHARED_SCRIPTS_DIR``) and the scripts import its modu
 - ``gpt_dataset``: that wrapper for the GPT windows as a torch ``Dataset``, shared by the
   torch-based scripts (PyTorch and Megatron-core) so both read the same tokens in order;
 - ``lr_schedule``: the cases' learning-rate schedule (standard library only);
+- ``model_flops``: the cases' training FLOPs formulas (standard library only), which
+  harness's MFU uses too;
 - ``readback``: the read-back line every script prints before its first step (what it built
   and will run), which the core checks against the resolved config.
 """

@@ -8,8 +8,9 @@ tensor, pipeline and data parallelism from ``tensor_parallel_degree``,
 ``sharding_stage >= 1`` turns on Megatron's distributed optimizer (optimizer state sharded
 over data-parallel ranks, ZeRO-1). Prints Megatron-LM's own iteration lines.
 
-The data are the harness GPT dataset (``*_ids.npy`` + ``*_idx.npz``) read by the PyTorch
-plugin's ``gpt_dataset.py`` (on PYTHONPATH), so both frameworks train on the same tokens.
+The data are the harness GPT dataset (``*_ids.npy`` + ``*_idx.npz``) read by the torch
+``Dataset`` the PyTorch plugin's script uses too (``harness_cases/shared_scripts/gpt_dataset.py``,
+on PYTHONPATH), so both frameworks train on the same tokens in the same order.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def sequence_parallel_layer_norm_class():
     return SequenceParallelLayerNorm
 
 
-def build_model(p: dict, s: dict, tp: int, pp: int, precision: str):
+def build_model(p: dict, tp: int, pp: int, precision: str):
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
@@ -251,7 +252,7 @@ def main() -> int:
     torch.manual_seed(s["seed"])
     precision = s["precision"]
 
-    model, config = build_model(p, s, tp, pp, precision)
+    model, config = build_model(p, tp, pp, precision)
     n_local = sum(t.numel() for t in model.parameters())
     n_params = whole_model_parameters(model, parallel_state)
     distributed_optimizer = int(p.get("sharding_stage", 0)) >= 1 and dp > 1

@@ -104,11 +104,3 @@ class BertForPreTraining(nn.Layer):
         mlm = F.cross_entropy(logits.astype("float32"), paddle.gather(flat_labels, picked))
         nsp = F.cross_entropy(self.nsp(pooled).astype("float32"), nsp_labels.reshape([-1]))
         return mlm + nsp
-
-
-def flops_per_sequence(c: dict, num_params: int, max_predictions: int) -> float:
-    """Training FLOPs of one sequence: 6 x encoder matmul parameters x tokens + attention."""
-    h, s, layers = c["hidden_size"], c["seq_len"], c["num_layers"]
-    encoder = layers * (4 * h * h + 2 * h * c["intermediate_size"])
-    heads = max_predictions * (h * h + h * c["vocab_size"])
-    return 6.0 * (encoder * s + heads) + 12.0 * layers * h * s * s

@@ -160,8 +160,3 @@ class GPT(nn.Layer):
             return mp_ops._c_concat(logits, group=group)
         loss = ParallelCrossEntropy(mp_group=group)(logits.astype("float32"), targets.unsqueeze(-1))
         return loss.mean()
-
-
-def model_flops_per_token(num_params: int, num_layers: int, hidden: int, seq_len: int) -> float:
-    """Training FLOPs per token: 6N + 12·L·h·s (PaLM, appendix B), as the PyTorch plugin counts."""
-    return 6.0 * num_params + 12.0 * num_layers * hidden * seq_len

@@ -16,8 +16,9 @@ import time
 import paddle
 
 from bert_hdf5 import BertSamples
-from bert_model import BertForPreTraining, flops_per_sequence
+from bert_model import BertForPreTraining
 from lr_schedule import lr_at
+from model_flops import bert_training_flops_per_sequence
 from readback import print_readback
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
                            memory_fields, peak_rss_mb)
@@ -64,9 +65,12 @@ def main() -> int:
     data = endless(loader, sampler)
     max_steps = s["max_steps"]
     if rt.rank == 0:
+        flops = bert_training_flops_per_sequence(p["num_layers"], p["hidden_size"],
+                                                 p["intermediate_size"], p["vocab_size"],
+                                                 p["seq_len"], p["max_predictions"])
         log(f"> BERT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {p['seq_len']}, max predictions {p['max_predictions']}, "
-            f"{flops_per_sequence(p, n_params, p['max_predictions']):.3e} training FLOPs/sequence")
+            f"{flops:.3e} training FLOPs/sequence")
         log(f"> training: {'data parallel' if rt.world > 1 else 'single'} on {rt.world} x {rt.device}, "
             f"precision {s['precision']} (amp {level}), micro batch {mbs}, grad accum {accum}, "
             f"global batch {global_batch}, paddle {paddle.__version__}")

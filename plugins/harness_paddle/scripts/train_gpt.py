@@ -16,9 +16,10 @@ import time
 
 import paddle
 
-from gpt_model import GPT, model_flops_per_token
+from gpt_model import GPT
 from gpt_windows import GPTWindows
 from lr_schedule import lr_at
+from model_flops import gpt_training_flops_per_token
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
                            memory_fields, peak_rss_mb)
 from paddle_parallel import setup_hybrid, shard_optimizer
@@ -61,7 +62,7 @@ def main() -> int:
             lr_warmup_steps=p["lr_warmup_steps"], lr_decay_steps=p["lr_decay_steps"],
             tensor_parallel_degree=layout.get("tensor_parallel_degree", 1),
             max_steps=s["max_steps"], seed=s["seed"], device_type=rt.device)
-    flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
+    flops_per_token = gpt_training_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
     decay_params = [q.name for q in model.parameters() if len(q.shape) >= 2]
     max_steps = s["max_steps"]
     optimizer = paddle.optimizer.AdamW(
@@ -133,8 +134,8 @@ def main() -> int:
                     + memory_fields(rt.device))
             interval_loss = reader_cost = batch_cost = 0.0
     if rt.rank == 0:
-        log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)"
-            if rt.device != "gpu" else "> training finished on gpu")  # gpu: allocator figures above
+        if rt.device != "gpu":  # gpu: the allocator figures of the step lines
+            log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
         log("> training finished")
     return 0
 

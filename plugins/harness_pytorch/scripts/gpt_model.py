@@ -133,8 +133,3 @@ class GPT(nn.Module):
         if targets is None:
             return self.lm_head(self.ln_f(x))
         return self._head_loss(x, targets)
-
-
-def model_flops_per_token(num_params: int, num_layers: int, hidden: int, seq_len: int) -> float:
-    """Training FLOPs per token: 6N + 12·L·h·s (PaLM, appendix B)."""
-    return 6.0 * num_params + 12.0 * num_layers * hidden * seq_len

@@ -19,8 +19,9 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
-from gpt_model import GPT, model_flops_per_token
+from gpt_model import GPT
 from lr_schedule import lr_at
+from model_flops import gpt_training_flops_per_token
 from readback import print_readback
 from step_profile import StepProfiler
 
@@ -30,8 +31,6 @@ DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, 
 
 def log(msg: str) -> None:
     print(msg, flush=True)
-
-
 
 
 def split_weight_decay(model: torch.nn.Module) -> tuple[list, list]:
@@ -52,13 +51,12 @@ def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
                              eps=1e-8, fused=fused)
 
 
-def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: int,
-                  precision: str):
+def wrap_parallel(model: torch.nn.Module, p: dict, runtime, precision: str):
     if int(p.get("tensor_parallel_degree", 1)) > 1 or int(p.get("pipeline_parallel_degree", 1)) > 1:
         log("error: the PyTorch plugin trains data parallel only; tensor/pipeline parallel "
             "layouts run with --framework megatron")
         sys.exit(2)
-    stage = int(p.get("sharding_stage", 0))
+    stage, world = int(p.get("sharding_stage", 0)), runtime.world
     if stage > 0 and world > 1:
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -77,9 +75,8 @@ def wrap_parallel(model: torch.nn.Module, p: dict, device: torch.device, world: 
     if world > 1:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
-        ids = [device.index] if device.index is not None else None  # None: a shared host
         # Gradients live in the all-reduce buckets: no extra copy of every gradient.
-        return DDP(model, device_ids=ids, gradient_as_bucket_view=True), "ddp"
+        return DDP(model, device_ids=runtime.ddp_device_ids(), gradient_as_bucket_view=True), "ddp"
     return model, "single"
 
 
@@ -145,7 +142,7 @@ def main() -> int:
             min_learning_rate=p["min_learning_rate"], lr_warmup_steps=p["lr_warmup_steps"],
             lr_decay_steps=p["lr_decay_steps"], max_steps=s["max_steps"], seed=s["seed"],
             device_type=device.type)
-    flops_per_token = model_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
+    flops_per_token = gpt_training_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
     # An optimizer that owns fp32 master copies of compute-dtype weights (master_weights.py):
     # in host memory (offload=cpu) or on the device (master_weights=optimizer).
     flat_optimizer = None
@@ -177,7 +174,7 @@ def main() -> int:
             log(f"> fp8: {swapped} block linears on torchao float8 (tensorwise scaling)")
     if p.get("compile"):
         model.compile_layers()
-    model, parallel = wrap_parallel(model, p, device, world, precision)
+    model, parallel = wrap_parallel(model, p, runtime, precision)
     if flat_optimizer is not None:
         where = "host memory" if offload == "cpu" else "device memory"
         parallel = f"single, {precision} weights, fp32 master weights and AdamW states in {where}"

@@ -30,6 +30,11 @@ def test_bert_base_per_sequence():
     assert estimate.unit == "sequences/s"
     # 85M encoder parameters x 128 tokens x 6 dominate: ~7e10 FLOPs per sequence.
     assert 6.5e10 < estimate.per_unit < 7.5e10
+    # By hand: encoder 12(4·768² + 2·768·3072), MLM head 768² + 768·30522 at 20 positions,
+    # attention 12·12·768·128².
+    encoder, head = 12 * (4 * 768**2 + 2 * 768 * 3072), 768**2 + 768 * 30522
+    assert estimate.per_unit == 6 * (encoder * 128 + head * 20) + 12 * 12 * 768 * 128**2
+    assert estimate.parameters == encoder + head
 
 
 def test_model_flops_hook_answers_for_every_framework(tmp_path):

@@ -30,13 +30,14 @@ CNN_CLASSES = [1000, 10]
 
 COUNT_TORCH = """
 import json, sys
-from gpt_model import GPT, model_flops_per_token
+from gpt_model import GPT
+from model_flops import gpt_training_flops_per_token
 from cnn_models import build_model, trainable_parameters
 from transformers import BertConfig, BertForPreTraining
 out = {"gpt": [], "cnn": {}, "bert": None}
 for layers, hidden, heads, seq, vocab in GPT_DIMS:
     n = GPT(vocab_size=vocab, seq_len=seq, num_layers=layers, hidden_size=hidden, num_heads=heads).num_parameters()
-    out["gpt"].append([n, model_flops_per_token(n, layers, hidden, seq)])
+    out["gpt"].append([n, gpt_training_flops_per_token(n, layers, hidden, seq)])
 for name in ("resnet50", "mobilenet_v1"):
     out["cnn"][name] = [trainable_parameters(build_model(name, c)) for c in CNN_CLASSES]
 b = BERT
@@ -49,13 +50,14 @@ print("COUNTS" + json.dumps(out))
 
 COUNT_PADDLE = """
 import json
-from gpt_model import GPT, model_flops_per_token
+from gpt_model import GPT
+from model_flops import gpt_training_flops_per_token
 from bert_model import BertForPreTraining
 from train_cnn import build_model, trainable_parameters
 out = {"gpt": [], "cnn": {}, "bert": None}
 for layers, hidden, heads, seq, vocab in GPT_DIMS:
     n = GPT(vocab_size=vocab, seq_len=seq, num_layers=layers, hidden_size=hidden, num_heads=heads).num_parameters()
-    out["gpt"].append([n, model_flops_per_token(n, layers, hidden, seq)])
+    out["gpt"].append([n, gpt_training_flops_per_token(n, layers, hidden, seq)])
 for name in ("resnet50", "mobilenet_v1"):
     out["cnn"][name] = [trainable_parameters(build_model(name, c, 1.0)) for c in CNN_CLASSES]
 out["bert"] = BertForPreTraining(BERT).num_parameters()

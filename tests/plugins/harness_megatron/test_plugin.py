@@ -153,3 +153,17 @@ def test_parses_the_scripts_iteration_lines(pm, tmp_path):
     assert parsed.steps[0].step_time_s == pytest.approx(0.9124)
     assert parsed.steps[0].throughput == pytest.approx(2 * 2048 / 0.9124)
     assert parsed.peak_memory_bytes == int(13725.3 * 2**20)
+
+
+@pytest.mark.parametrize("pairs, reason", [
+    (["compile=true"], "does not torch.compile its model"),
+    (["attention_backend=flash"], "attention_backend=flash: the Megatron-core plugin runs attention through auto or local"),
+    (["attention_backend=cudnn"], "attention_backend=cudnn"),
+])
+def test_gpt_case_settings_the_script_ignores_are_refused(pm, tmp_path, pairs, reason):
+    """A GPT case lets PyTorch compile and pick an SDPA kernel; the Megatron-core script does
+    neither, so it says so instead of recording settings the run never had."""
+    context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=1, set_pairs=pairs)
+    assert reason in plugin.unsupported_reason(context=context)
+    plain = gpu_context(pm, tmp_path / "plain", "gpt3_1.3B", nproc=1, set_pairs=["attention_backend=local"])
+    assert plugin.unsupported_reason(context=plain) is None

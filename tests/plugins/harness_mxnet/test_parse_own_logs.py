@@ -23,6 +23,8 @@ def test_gluoncv_lines_two_devices(tmp_path):
     assert first.throughput == pytest.approx(205.723994)
     assert parsed.steps[-1].loss < first.loss
     assert len(parsed.meta["epoch_throughput"]) == 4  # 8 steps of 2 x 32 per epoch
+    # The script's last line on the CPU: the process's peak resident memory.
+    assert parsed.peak_memory_bytes == int(346.0 * 2**20)
 
 
 def test_the_mxnet_plugin_owns_the_mxnet_framework():

@@ -16,6 +16,7 @@ def _check(result: dict, tmp_path) -> dict:
     assert packages["mxnet"] == "1.9.1" and packages["numpy"].startswith("1.2")  # numpy<1.24
     assert result["environment"]["isolated_env"] is True
     assert result["steps_completed"] == 30 and result["loss_final"] < result["loss_first"]
+    assert result["peak_memory_bytes"] > 0  # the script's process max RSS line
     assert index["UNIT"] == "images/s" and index["mission_name"] == "图像分类"
     assert index["FINAL_RESULT"] == pytest.approx(result["throughput"]["value"], rel=1e-3)
     return index

@@ -21,6 +21,8 @@ def test_gpt_data_parallel_log(tmp_path):
     assert first.throughput == pytest.approx(13243.70)
     assert first.step_time_s == pytest.approx(0.30928) and first.learning_rate == pytest.approx(1e-3)
     assert parsed.meta["gpus"] == 2  # from the launcher's configuration lines
+    # On the CPU the script's last lines give the process's peak resident memory.
+    assert parsed.peak_memory_bytes == int(496.1 * 2**20)
 
 
 def test_bert_log_is_scaled_to_the_job(tmp_path):
@@ -31,6 +33,7 @@ def test_bert_log_is_scaled_to_the_job(tmp_path):
     two = plan_context(tmp_path, "bert_base_seq128", "paddle", nproc=2)
     assert parse_as_launched(two, DATA / "bert.log").steps[0].throughput == \
         pytest.approx(2 * 52.52123)
+    assert parsed.peak_memory_bytes == int(399.0 * 2**20)
 
 
 def test_cnn_log(tmp_path):
@@ -39,6 +42,7 @@ def test_cnn_log(tmp_path):
     assert [s.step for s in parsed.steps] == list(range(1, 31))
     assert parsed.unit == "images/s" and parsed.steps[-1].loss < parsed.steps[0].loss
     assert all(s.throughput > 0 and s.step_time_s > 0 for s in parsed.steps)
+    assert parsed.peak_memory_bytes == int(679.3 * 2**20)
 
 
 def test_failure_lines_are_reported(tmp_path):

@@ -17,6 +17,7 @@ def _check(result: dict, index: dict, unit: str) -> None:
     assert result["environment"]["isolated_env"] is True
     assert result["environment"]["packages"]["paddlepaddle"] == "3.3.1"
     assert result["loss_final"] < result["loss_first"]  # real training
+    assert result["peak_memory_bytes"] > 0  # the script's process max RSS line
     assert result["throughput"]["unit"] == unit and result["throughput"]["value"] > 0
     assert index["UNIT"] == unit and index["JOB_FAIL_FLAG"] == 0
     assert index["FINAL_RESULT"] == pytest.approx(result["throughput"]["value"], rel=1e-3)

@@ -1,4 +1,4 @@
-"""The PyTorch plugin's environment records torch's build tag."""
+"""The PyTorch plugin: its environment (torch's build tag, torchao for fp8) and what it refuses."""
 
 from __future__ import annotations
 
@@ -22,3 +22,94 @@ def test_unsupported_reasons_for_fp8_offload_and_optimizer_held_masters(unsuppor
     assert any("master_weights=optimizer runs on one device" in r
                for r in reasons(precision="bf16", nproc=2, set_pairs=["master_weights=optimizer"]))
     assert any("offload=cpu moves the optimizer" in r for r in reasons(set_pairs=["offload=cpu"]))
+
+
+def test_a_vendor_without_a_torch_device_is_an_unsupported_reason(tmp_path):
+    """Said before a sweep runs the point, as for every other refusal of the PyTorch plugin."""
+    from harness import hookimpl
+    from harness.dispatch import HookRouter
+    from harness.models import DeviceInfo, DeviceSet, VendorSpec
+    from harness.models.device import DeviceBackend, FrameworkDevice
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+    from harness.runner.pipeline import RunRequest, plan
+
+    class PaddleOnlyVendor:  # its chips run Paddle, not torch
+        @hookimpl
+        def register_vendors(self, register):
+            backend = DeviceBackend(device_type="acme", addressed_by_local_rank=True,
+                                    frameworks={"paddle": FrameworkDevice(device_type="acme")},
+                                    precisions=frozenset({"fp32", "bf16"}))
+            register(VendorSpec(name="acme", device_kind="npu", backend=backend))
+
+        @hookimpl
+        def discover_devices(self, vendor):
+            return DeviceSet(vendor="acme", kind="npu", devices=[DeviceInfo(index=0, name="Acme N1")])
+
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(PaddleOnlyVendor(),))
+    registry = Registry.from_plugins(pm)
+    context = plan(pm, registry, RunRequest(case="gpt3_125M", vendor="acme", framework="pytorch",
+                                            scale="smoke", output=tmp_path, cache_dir=tmp_path))
+    reasons = HookRouter(pm, registry).unsupported_reasons(context)
+    assert any("vendor 'acme' declares no torch device" in r for r in reasons)
+
+
+def _fp8_context(tmp_path):
+    """A planned GPT run with its precision set to fp8 afterwards (the cpu vendor has none)."""
+    from tests.plugins.conftest import plan_context
+
+    context = plan_context(tmp_path, "gpt3_125M", "pytorch")
+    settings = context.config.settings.model_copy(update={"precision": "fp8"})
+    return context.model_copy(update={"config": context.config.model_copy(update={"settings": settings})})
+
+
+def test_fp8_without_torchao_is_refused_with_the_install_command(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from harness.errors import UnavailableError
+    from harness_pytorch import plugin
+
+    real = metadata.version
+
+    def version(name):
+        if name == "torchao":
+            raise metadata.PackageNotFoundError(name)
+        return real(name)
+
+    monkeypatch.setattr(plugin.metadata, "version", version)
+    with pytest.raises(UnavailableError, match=r"`pip install torchao` or use --precision bf16$"):
+        plugin.prepare_env(context=_fp8_context(tmp_path))
+
+
+def test_fp8_records_the_torchao_version(tmp_path, monkeypatch):
+    from importlib import metadata
+
+    from harness_pytorch import plugin
+
+    real = metadata.version
+    monkeypatch.setattr(plugin.metadata, "version",
+                        lambda name: "0.14.1" if name == "torchao" else real(name))
+    env = plugin.prepare_env(context=_fp8_context(tmp_path))
+    assert env.packages["torchao"] == "0.14.1"
+    from tests.plugins.conftest import plan_context
+
+    fp32 = plan_context(tmp_path / "fp32", "gpt3_125M", "pytorch")
+    assert "torchao" not in plugin.prepare_env(context=fp32).packages  # only fp8 needs it
+
+
+def test_offload_in_fp16_is_refused_before_launch_as_the_script_refuses_it(tmp_path):
+    """train_gpt.py exits 2 on offload=cpu in fp16; the plugin says so before anything runs."""
+    from harness.models import DeviceInfo, DeviceSet
+    from harness_pytorch import plugin
+    from tests.plugins.conftest import plan_context
+
+    def on_a_gpu(precision):
+        context = plan_context(tmp_path / precision, "gpt3_125M", "pytorch")
+        settings = context.config.settings.model_copy(update={"precision": precision})
+        params = {**context.config.params, "offload": "cpu"}
+        config = context.config.model_copy(update={"settings": settings, "params": params})
+        devices = DeviceSet(vendor="nvidia", kind="gpu", devices=[DeviceInfo(index=0, name="NVIDIA H100")])
+        return context.model_copy(update={"config": config, "devices": devices})
+
+    assert "use --precision bf16" in plugin.unsupported_reason(context=on_a_gpu("fp16"))
+    assert plugin.unsupported_reason(context=on_a_gpu("bf16")) is None

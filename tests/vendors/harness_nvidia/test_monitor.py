@@ -183,6 +183,20 @@ def test_nproc_defaults_to_every_visible_gpu(monkeypatch, tmp_path):
     context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_1.3B", vendor="nvidia",
                                                              output=tmp_path))
     assert context.config.settings.nproc == 3
-    # The H200 per-case config applies: bf16, micro batch 8, compiled.
+    # The nvidia per-case config applies: bf16, compiled.
     assert context.config.settings.precision == "bf16"
     assert context.config.params["compile"] is True
+
+
+def test_a_malformed_interval_is_refused_before_the_launch(monkeypatch, tmp_path):
+    """The run wrapper refuses it (exit 2, nothing launched); found first by the execute
+    wrapper, it failed a run that counted as launched."""
+    from harness.errors import UserInputError
+    from harness_nvidia import plugin
+
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu(uuid="GPU-0")]))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.setenv("HARNESS_NVIDIA_MONITOR_INTERVAL_S", "fast")
+    _, context = nvidia_context(tmp_path, nproc=1)
+    with pytest.raises(UserInputError, match="HARNESS_NVIDIA_MONITOR_INTERVAL_S='fast'"):
+        next(plugin.run(context=context, env=None, dataset=None))
