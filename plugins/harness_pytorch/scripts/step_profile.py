@@ -38,6 +38,9 @@ def kernel_breakdown(events, steps: int, wall_s: float | None = None) -> list[st
         device_us = getattr(event, "device_time_total", None) or getattr(event, "cuda_time_total", 0)
         if event.device_type.name == "CPU" or device_us <= 0:  # device kernels only
             continue
+        if getattr(event, "is_user_annotation", False) or "#" in event.key:
+            # A named range (``Optimizer.step#AdamW.step``) spans kernels counted on their own.
+            continue
         name = event.key.lower()
         category = next((c for frag, c in KERNEL_CATEGORIES if frag in name), "other")
         totals[category] = totals.get(category, 0.0) + device_us

@@ -41,3 +41,19 @@ def test_no_window_no_profile():
         profiler.begin(step)
         profiler.end(step)
     assert lines == []
+
+
+def test_named_ranges_are_not_counted_as_kernels():
+    from types import SimpleNamespace
+
+    from step_profile import kernel_breakdown
+
+    def event(key, us, annotation=False):
+        return SimpleNamespace(key=key, device_time_total=us, device_type=SimpleNamespace(name="CUDA"),
+                               is_user_annotation=annotation)
+
+    lines = kernel_breakdown([event("nvjet_sm90_tst_128x256", 3000.0),
+                              event("Optimizer.step#AdamW.step", 6000.0, annotation=True),
+                              event("multi_tensor_apply_kernel adam", 1000.0)], steps=1)
+    assert lines[0] == "> profile: GPU kernel time per step 4.0 ms over 1 steps"
+    assert not any("Optimizer.step" in line for line in lines)
