@@ -15,10 +15,11 @@ import math
 import time
 from contextlib import nullcontext
 
+import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import BatchSampler, DataLoader, Dataset, DistributedSampler, Sampler
 
 from cnn_models import build_model, trainable_parameters
 from dll import dll
@@ -34,17 +35,51 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-class RecordDataset(Dataset):
+class RecordBatches(Dataset):
+    """Whole augmented batches of the image records, one ``__getitem__`` per batch.
+
+    A key is ``(epoch, number, indices)`` (``NumberedBatches``); the batch's crops and flips
+    are drawn from a generator seeded with (seed, epoch, number). Loader workers are forked
+    copies of this object: a generator held here would be copied with the same state into
+    every worker, and the workers would repeat each other's augmentation. Seeding from the
+    batch's position also makes the augmentation independent of the worker count.
+    """
+
     def __init__(self, folder: str, seed: int):
         self.records = ImageRecords(folder, seed)
+        self.seed = seed
 
     def __len__(self):
         return len(self.records)
 
-    def __getitem__(self, index):
+    def __getitem__(self, key):
+        epoch, number, indices = key
+        rng = np.random.default_rng([self.seed, epoch, number])
         # uint8, normalised on the device (normalise_on_device): the workers only crop and flip.
-        image, label = self.records.sample_uint8(index)
-        return torch.from_numpy(image), label
+        images, labels = self.records.batch_uint8(indices, rng)
+        return torch.from_numpy(images), torch.from_numpy(labels)
+
+
+class NumberedBatches(Sampler):
+    """Batches of the distributed sampler's indices (its epoch shuffle and drop_last kept),
+    each keyed by the sampler's epoch and the batch's number in that epoch."""
+
+    def __init__(self, sampler: DistributedSampler, batch_size: int):
+        self.sampler = sampler
+        self.batches = BatchSampler(sampler, batch_size, drop_last=True)
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        for number, indices in enumerate(self.batches):
+            yield self.sampler.epoch, number, indices
+
+
+def batch_loader(dataset: RecordBatches, sampler: DistributedSampler, batch_size: int, **options) -> DataLoader:
+    """A loader whose workers each build whole batches (``batch_size=None``: no per-sample
+    calls and no collation; the batch arrives as the worker made it)."""
+    return DataLoader(dataset, batch_size=None, sampler=NumberedBatches(sampler, batch_size), **options)
 
 
 def normalise_on_device(device: torch.device):
@@ -79,15 +114,14 @@ def main() -> int:
         model = DDP(model, device_ids=runtime.ddp_device_ids())
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
-    dataset = RecordDataset(args.data, s["seed"] + rank)
+    dataset = RecordBatches(args.data, s["seed"] + rank)
     if dataset.records.image_size != p["image_size"] or dataset.records.num_classes != p["num_classes"]:
         log(f"error: {args.data} holds {dataset.records.image_size}px images of "
             f"{dataset.records.num_classes} classes; the case wants {p['image_size']}px and {p['num_classes']}")
         return 2
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
-    loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
-                        **runtime.loader_options(workers=8))
+    loader = batch_loader(dataset, sampler, mbs, **runtime.loader_options(workers=8))
     normalise = normalise_on_device(device)
     steps_per_epoch = max(1, len(loader) // accum)
     autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
