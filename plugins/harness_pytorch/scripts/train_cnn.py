@@ -11,6 +11,7 @@ DLLogger lines of NVIDIA's NGC PyTorch ResNet-50 (``*_ips`` are for the whole jo
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import time
 from contextlib import nullcontext
@@ -38,7 +39,7 @@ def log(msg: str) -> None:
 class RecordBatches(Dataset):
     """Whole augmented batches of the image records, one ``__getitem__`` per batch.
 
-    A key is ``(epoch, number, indices)`` (``NumberedBatches``); the batch's crops and flips
+    A key is ``(epoch, number, indices)`` (``EpochBatches``); the batch's crops and flips
     are drawn from a generator seeded with (seed, epoch, number). Loader workers are forked
     copies of this object: a generator held here would be copied with the same state into
     every worker, and the workers would repeat each other's augmentation. Seeding from the
@@ -60,26 +61,35 @@ class RecordBatches(Dataset):
         return torch.from_numpy(images), torch.from_numpy(labels)
 
 
-class NumberedBatches(Sampler):
-    """Batches of the distributed sampler's indices (its epoch shuffle and drop_last kept),
-    each keyed by the sampler's epoch and the batch's number in that epoch."""
+class EpochBatches(Sampler):
+    """Batches of the distributed sampler's indices (its drop_last and per-epoch shuffle),
+    epoch after epoch without end, each keyed by its epoch and its number in that epoch.
+
+    One endless pass, so the loader never starts a new iterator at an epoch boundary: its
+    workers keep prefetching across the boundary instead of the device waiting for the new
+    epoch's first batch.
+    """
 
     def __init__(self, sampler: DistributedSampler, batch_size: int):
         self.sampler = sampler
         self.batches = BatchSampler(sampler, batch_size, drop_last=True)
+        if len(self.batches) == 0:
+            raise ValueError(f"{len(sampler)} images per process, fewer than one batch of {batch_size}")
 
-    def __len__(self):
+    def batches_per_epoch(self) -> int:
         return len(self.batches)
 
     def __iter__(self):
-        for number, indices in enumerate(self.batches):
-            yield self.sampler.epoch, number, indices
+        for epoch in itertools.count():
+            self.sampler.set_epoch(epoch)
+            for number, indices in enumerate(self.batches):
+                yield epoch, number, indices
 
 
 def batch_loader(dataset: RecordBatches, sampler: DistributedSampler, batch_size: int, **options) -> DataLoader:
-    """A loader whose workers each build whole batches (``batch_size=None``: no per-sample
-    calls and no collation; the batch arrives as the worker made it)."""
-    return DataLoader(dataset, batch_size=None, sampler=NumberedBatches(sampler, batch_size), **options)
+    """An endless loader (``EpochBatches``) whose workers each build whole batches
+    (``batch_size=None``: no per-sample calls and no collation)."""
+    return DataLoader(dataset, batch_size=None, sampler=EpochBatches(sampler, batch_size), **options)
 
 
 def normalise_on_device(device: torch.device):
@@ -121,9 +131,13 @@ def main() -> int:
         return 2
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
+    if len(sampler) < mbs:
+        log(f"error: {args.data} holds {len(dataset)} images, {len(sampler)} per process: fewer than "
+            f"one micro batch of {mbs}; use a smaller batch or more images (num_samples)")
+        return 2
     loader = batch_loader(dataset, sampler, mbs, **runtime.loader_options(workers=8))
     normalise = normalise_on_device(device)
-    steps_per_epoch = max(1, len(loader) // accum)
+    steps_per_epoch = max(1, loader.sampler.batches_per_epoch() // accum)
     autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     max_steps = s["max_steps"]
@@ -143,14 +157,7 @@ def main() -> int:
             lr_warmup_steps=p["lr_warmup_steps"], max_steps=max_steps, seed=s["seed"],
             device_type=device.type)
 
-    def batches():
-        epoch = 0
-        while True:
-            sampler.set_epoch(epoch)
-            yield from loader
-            epoch += 1
-
-    data = batches()
+    data = iter(loader)
     model.train()
     for step in range(1, max_steps + 1):
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
