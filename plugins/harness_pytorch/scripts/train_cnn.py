@@ -122,6 +122,8 @@ def main() -> int:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         model = DDP(model, device_ids=runtime.ddp_device_ids())
+    # Compiled around the DDP wrapper, as train_bert.py does; no_sync stays on the wrapper.
+    forward = torch.compile(model) if p.get("compile") else model
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = RecordBatches(args.data, s["seed"] + rank)
@@ -148,14 +150,16 @@ def main() -> int:
         log(f"> {args.model}: {n_params:,} trainable parameters, {p['image_size']}x{p['image_size']} "
             f"images, {p['num_classes']} classes, {len(dataset)} training images; "
             f"{'ddp' if world > 1 else 'single'} on {world} x {runtime.device_name}, micro batch {mbs}, "
-            f"grad accum {accum}, global batch {global_batch}, torch {torch.__version__}")
+            f"grad accum {accum}, global batch {global_batch}, channels-last {bool(p.get('channels_last'))}, "
+            f"compile {bool(p.get('compile'))}, torch {torch.__version__}")
         print_readback(  # what was built and will run, before step 1: harness checks it
             model=args.model, parameters=n_params, image_size=dataset.records.image_size,
             num_classes=dataset.records.num_classes, width_multiplier=p["width_multiplier"],
             micro_batch_size=mbs, grad_accum_steps=accum, global_batch_size=global_batch,
             world_size=world, precision=precision, learning_rate=p["learning_rate"],
             lr_warmup_steps=p["lr_warmup_steps"], max_steps=max_steps, seed=s["seed"],
-            device_type=device.type)
+            device_type=device.type, channels_last=bool(p.get("channels_last")),
+            compile=bool(p.get("compile")))
 
     data = iter(loader)
     model.train()
@@ -174,7 +178,7 @@ def main() -> int:
             data_time += time.perf_counter() - read
             sync = nullcontext() if micro == accum - 1 or world == 1 else model.no_sync()
             with sync, autocast:
-                loss = F.cross_entropy(model(images).float(), labels) / accum
+                loss = F.cross_entropy(forward(images).float(), labels) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
         scaler.step(optimizer)
