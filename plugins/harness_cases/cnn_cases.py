@@ -12,7 +12,7 @@ CNN_IMMUTABLE = frozenset({"image_size", "num_classes", "width_multiplier"})
 # Run-time knobs only: never the measurement window (harness.measurement_window).
 CNN_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc",
-    "channels_last", "amp_level",
+    "channels_last", "amp_level", "compile",
 })
 
 # Laptop-CPU preset: small images and few classes, the real network and optimizer.
@@ -48,6 +48,7 @@ def cnn_case(name: str) -> CaseSpec:
             "image_size": 224, "num_classes": 1000, "width_multiplier": 1.0,
             "learning_rate": lr, "lr_warmup_steps": 10, "momentum": 0.9, "weight_decay": wd,
             "num_samples": 2048, "channels_last": False, "log_interval": 1,
+            "compile": False,  # PyTorch: torch.compile the model (one graph for the fixed batch shape)
             "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
         },
         smoke={**CNN_SMOKE, "learning_rate": smoke_lr},

@@ -1,7 +1,8 @@
 """Reads the uint8 image records of ``harness_cases.image_data`` (numpy only).
 
 Training augmentation as in ImageNet recipes, at the record's own size: random crop from a
-zero-padded image, random horizontal flip, per-channel normalisation to float32 CHW.
+zero-padded image, random horizontal flip, per-channel normalisation to float32 CHW. One image
+at a time (``sample_uint8``, ``sample``) or a whole batch into one array (``batch_uint8``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ class ImageRecords:
         self.records = np.memmap(os.path.join(folder, "images.bin"), dtype=record, mode="r")
         if len(self.records) != int(self.meta["num_samples"]):
             raise ValueError(f"{folder}: {len(self.records)} records, meta says {self.meta['num_samples']}")
+        self.pixels, self.labels = self.records["pixels"], self.records["label"]  # views, no copy
         self.pad = max(1, size // 16)
         self.rng = np.random.default_rng(seed)
 
@@ -49,6 +51,42 @@ class ImageRecords:
         if self.rng.random() < 0.5:
             image = image[:, :, ::-1]
         return np.ascontiguousarray(image), int(item["label"])
+
+    def draw_augmentation(self, count: int, rng: np.random.Generator | None = None
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Crop offsets into the zero-padded image (rows, columns, each in [0, 2 * pad]) and
+        horizontal flips for ``count`` images: for one image, the draws ``sample_uint8`` makes."""
+        rng = self.rng if rng is None else rng
+        offsets = rng.integers(0, 2 * self.pad + 1, size=(count, 2))
+        flips = rng.random(count) < 0.5
+        return offsets[:, 0], offsets[:, 1], flips
+
+    def batch_uint8(self, indices, rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The augmented images of ``indices`` as one uint8 N x 3 x S x S array (not normalised)
+        and their labels as int64, drawing from ``rng`` (default: the reader's own).
+
+        The augmentation of ``sample_uint8`` without padding a copy of each image: every record
+        is copied once, straight from the memory map into its window of one zeroed array (the
+        window a crop of the padded image would cover), through a mirrored view when flipped.
+        """
+        indices = np.asarray(indices, dtype=np.int64)
+        tops, lefts, flips = self.draw_augmentation(len(indices), rng)
+        return self.crop_flip_batch(indices, tops, lefts, flips), self.labels[indices].astype(np.int64)
+
+    def crop_flip_batch(self, indices: np.ndarray, tops: np.ndarray, lefts: np.ndarray,
+                        flips: np.ndarray) -> np.ndarray:
+        """Records ``indices`` cropped at (top, left) of the zero-padded image and flipped where
+        ``flips`` says, into one zeroed uint8 array."""
+        pad, size = self.pad, self.image_size
+        out = np.zeros((len(indices), 3, size, size), np.uint8)
+        for row, (index, top, left, flip) in enumerate(zip(indices, tops, lefts, flips)):
+            # Crop pixel (y, x) is padded pixel (y + top, x + left), i.e. source pixel
+            # (y + top - pad, x + left - pad); outside the source it stays zero.
+            dy, dx = int(top) - pad, int(left) - pad
+            target = out[row, :, :, ::-1] if flip else out[row]
+            target[:, max(0, -dy):size - max(0, dy), max(0, -dx):size - max(0, dx)] = \
+                self.pixels[index, :, max(0, dy):size - max(0, -dy), max(0, dx):size - max(0, -dx)]
+        return out
 
     def sample(self, index: int) -> tuple[np.ndarray, int]:
         """The augmented, normalised float32 CHW image and its label."""

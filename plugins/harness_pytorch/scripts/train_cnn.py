@@ -11,14 +11,16 @@ DLLogger lines of NVIDIA's NGC PyTorch ResNet-50 (``*_ips`` are for the whole jo
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import time
 from contextlib import nullcontext
 
+import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
-from torch.utils.data import DataLoader, Dataset, DistributedSampler
+from torch.utils.data import BatchSampler, DataLoader, Dataset, DistributedSampler, Sampler
 
 from cnn_models import build_model, trainable_parameters
 from dll import dll
@@ -34,17 +36,60 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-class RecordDataset(Dataset):
+class RecordBatches(Dataset):
+    """Whole augmented batches of the image records, one ``__getitem__`` per batch.
+
+    A key is ``(epoch, number, indices)`` (``EpochBatches``); the batch's crops and flips
+    are drawn from a generator seeded with (seed, epoch, number). Loader workers are forked
+    copies of this object: a generator held here would be copied with the same state into
+    every worker, and the workers would repeat each other's augmentation. Seeding from the
+    batch's position also makes the augmentation independent of the worker count.
+    """
+
     def __init__(self, folder: str, seed: int):
         self.records = ImageRecords(folder, seed)
+        self.seed = seed
 
     def __len__(self):
         return len(self.records)
 
-    def __getitem__(self, index):
+    def __getitem__(self, key):
+        epoch, number, indices = key
+        rng = np.random.default_rng([self.seed, epoch, number])
         # uint8, normalised on the device (normalise_on_device): the workers only crop and flip.
-        image, label = self.records.sample_uint8(index)
-        return torch.from_numpy(image), label
+        images, labels = self.records.batch_uint8(indices, rng)
+        return torch.from_numpy(images), torch.from_numpy(labels)
+
+
+class EpochBatches(Sampler):
+    """Batches of the distributed sampler's indices (its drop_last and per-epoch shuffle),
+    epoch after epoch without end, each keyed by its epoch and its number in that epoch.
+
+    One endless pass, so the loader never starts a new iterator at an epoch boundary: its
+    workers keep prefetching across the boundary instead of the device waiting for the new
+    epoch's first batch.
+    """
+
+    def __init__(self, sampler: DistributedSampler, batch_size: int):
+        self.sampler = sampler
+        self.batches = BatchSampler(sampler, batch_size, drop_last=True)
+        if len(self.batches) == 0:
+            raise ValueError(f"{len(sampler)} images per process, fewer than one batch of {batch_size}")
+
+    def batches_per_epoch(self) -> int:
+        return len(self.batches)
+
+    def __iter__(self):
+        for epoch in itertools.count():
+            self.sampler.set_epoch(epoch)
+            for number, indices in enumerate(self.batches):
+                yield epoch, number, indices
+
+
+def batch_loader(dataset: RecordBatches, sampler: DistributedSampler, batch_size: int, **options) -> DataLoader:
+    """An endless loader (``EpochBatches``) whose workers each build whole batches
+    (``batch_size=None``: no per-sample calls and no collation)."""
+    return DataLoader(dataset, batch_size=None, sampler=EpochBatches(sampler, batch_size), **options)
 
 
 def normalise_on_device(device: torch.device):
@@ -77,19 +122,24 @@ def main() -> int:
         from torch.nn.parallel import DistributedDataParallel as DDP
 
         model = DDP(model, device_ids=runtime.ddp_device_ids())
+    # Compiled around the DDP wrapper, as train_bert.py does; no_sync stays on the wrapper.
+    forward = torch.compile(model) if p.get("compile") else model
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
-    dataset = RecordDataset(args.data, s["seed"] + rank)
+    dataset = RecordBatches(args.data, s["seed"] + rank)
     if dataset.records.image_size != p["image_size"] or dataset.records.num_classes != p["num_classes"]:
         log(f"error: {args.data} holds {dataset.records.image_size}px images of "
             f"{dataset.records.num_classes} classes; the case wants {p['image_size']}px and {p['num_classes']}")
         return 2
     sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
                                  drop_last=True)
-    loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
-                        **runtime.loader_options(workers=8))
+    if len(sampler) < mbs:
+        log(f"error: {args.data} holds {len(dataset)} images, {len(sampler)} per process: fewer than "
+            f"one micro batch of {mbs}; use a smaller batch or more images (num_samples)")
+        return 2
+    loader = batch_loader(dataset, sampler, mbs, **runtime.loader_options(workers=8))
     normalise = normalise_on_device(device)
-    steps_per_epoch = max(1, len(loader) // accum)
+    steps_per_epoch = max(1, loader.sampler.batches_per_epoch() // accum)
     autocast = torch.autocast(device.type, dtype=DTYPES[precision]) if precision != "fp32" else nullcontext()
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     max_steps = s["max_steps"]
@@ -100,23 +150,18 @@ def main() -> int:
         log(f"> {args.model}: {n_params:,} trainable parameters, {p['image_size']}x{p['image_size']} "
             f"images, {p['num_classes']} classes, {len(dataset)} training images; "
             f"{'ddp' if world > 1 else 'single'} on {world} x {runtime.device_name}, micro batch {mbs}, "
-            f"grad accum {accum}, global batch {global_batch}, torch {torch.__version__}")
+            f"grad accum {accum}, global batch {global_batch}, channels-last {bool(p.get('channels_last'))}, "
+            f"compile {bool(p.get('compile'))}, torch {torch.__version__}")
         print_readback(  # what was built and will run, before step 1: harness checks it
             model=args.model, parameters=n_params, image_size=dataset.records.image_size,
             num_classes=dataset.records.num_classes, width_multiplier=p["width_multiplier"],
             micro_batch_size=mbs, grad_accum_steps=accum, global_batch_size=global_batch,
             world_size=world, precision=precision, learning_rate=p["learning_rate"],
             lr_warmup_steps=p["lr_warmup_steps"], max_steps=max_steps, seed=s["seed"],
-            device_type=device.type)
+            device_type=device.type, channels_last=bool(p.get("channels_last")),
+            compile=bool(p.get("compile")))
 
-    def batches():
-        epoch = 0
-        while True:
-            sampler.set_epoch(epoch)
-            yield from loader
-            epoch += 1
-
-    data = batches()
+    data = iter(loader)
     model.train()
     for step in range(1, max_steps + 1):
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
@@ -133,7 +178,7 @@ def main() -> int:
             data_time += time.perf_counter() - read
             sync = nullcontext() if micro == accum - 1 or world == 1 else model.no_sync()
             with sync, autocast:
-                loss = F.cross_entropy(model(images).float(), labels) / accum
+                loss = F.cross_entropy(forward(images).float(), labels) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
         scaler.step(optimizer)

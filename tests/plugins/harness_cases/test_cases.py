@@ -37,3 +37,16 @@ def test_cases_list_their_frameworks():
     assert set(registry.frameworks_for(registry.cases.get("resnet50"))) >= {"pytorch", "paddle", "mxnet"}
     assert set(registry.frameworks_for(registry.cases.get("bert_base_seq128"))) >= {"pytorch", "paddle"}
     assert "mxnet" not in registry.frameworks_for(registry.cases.get("gpt3_6.7B"))
+
+
+@pytest.mark.parametrize("name", ["resnet50", "mobilenet_v1"])
+def test_cnn_compile_is_off_unless_asked(name):
+    from harness.errors import UserInputError
+
+    case = cnn_case(name)
+    assert case.params["compile"] is False and "compile" in case.vendor_overridable
+    assert resolve_config(case, framework="pytorch", vendor="cpu", scale="smoke").params["compile"] is False
+    asked = resolve_config(case, framework="pytorch", vendor="cpu", scale="smoke", cli_set={"compile": "true"})
+    assert asked.params["compile"] is True
+    with pytest.raises(UserInputError, match="bool"):
+        resolve_config(case, framework="pytorch", vendor="cpu", cli_set={"compile": "maybe"})

@@ -63,3 +63,40 @@ def test_uint8_samples_normalised_later_equal_the_float_samples(tmp_path):
         pixels, same_label = raw.sample_uint8(index)
         assert pixels.dtype == np.uint8 and pixels.shape == (3, 32, 32) and label == same_label
         np.testing.assert_array_equal(module.normalise(pixels), image)
+
+
+def _padded_crop(pixels, pad, top, left, flip):
+    """The per-sample augmentation written out: crop of the zero-padded image, then flip."""
+    size = pixels.shape[-1]
+    image = np.pad(pixels, ((0, 0), (pad, pad), (pad, pad)))[:, top:top + size, left:left + size]
+    return image[:, :, ::-1] if flip else image
+
+
+def test_batch_of_one_equals_the_per_sample_path(tmp_path):
+    folder, _, _ = ensure_image_dataset(tmp_path, 32, 4, 50, seed=1)
+    reader = _reader()
+    per_sample, batched = reader(str(folder), seed=7), reader(str(folder), seed=7)  # same draws
+    for index in list(range(50)) * 4:
+        image, label = per_sample.sample_uint8(index)
+        images, labels = batched.batch_uint8([index])
+        assert images.shape == (1, 3, 32, 32) and images.dtype == np.uint8
+        assert labels.dtype == np.int64 and labels.tolist() == [label]
+        np.testing.assert_array_equal(images[0], image)
+
+
+def test_batch_crops_and_flips_each_record_with_zeros_outside(tmp_path):
+    folder, _, _ = ensure_image_dataset(tmp_path, 32, 4, 50, seed=1)
+    reader = _reader()
+    records = reader(str(folder), seed=0)
+    indices = np.random.default_rng(5).permutation(50)[:40].tolist() * 5  # repeats: many draws each
+    images, labels = records.batch_uint8(indices, np.random.default_rng(11))
+    tops, lefts, flips = records.draw_augmentation(len(indices), np.random.default_rng(11))
+    assert images.shape == (200, 3, 32, 32) and labels.shape == (200,) and labels.dtype == np.int64
+    assert labels.tolist() == records.records["label"][indices].tolist()
+    pad = records.pad
+    assert pad == 2 and set(tops.tolist()) == set(lefts.tolist()) == set(range(2 * pad + 1))
+    assert flips.any() and not flips.all()  # every offset and both flips occur in this batch
+    for image, index, top, left, flip in zip(images, indices, tops, lefts, flips):
+        np.testing.assert_array_equal(image, _padded_crop(records.records["pixels"][index], pad, top, left, flip))
+    # the generator decides: another seed gives other crops of the same records
+    assert not np.array_equal(records.batch_uint8(indices, np.random.default_rng(12))[0], images)
