@@ -14,8 +14,11 @@ import time
 
 PROFILE_ENV = "HARNESS_PROFILE_STEPS"
 # Kernel-name fragments -> category, first match wins (cuBLAS/CUTLASS GEMMs on Hopper are
-# nvjet/sm90 kernels; flash and cuDNN attention kernels carry these names).
+# nvjet/sm90 kernels; flash and cuDNN attention kernels carry these names). cuDNN's batch norm
+# and convolutions (implicit GEMMs, dgrad/wgrad) come before the cuDNN and GEMM fragments.
 KERNEL_CATEGORIES = (("nccl", "communication"), ("flash", "attention"), ("fmha", "attention"),
+                     ("batchnorm", "batch norm"), ("conv", "convolution"), ("dgrad", "convolution"),
+                     ("wgrad", "convolution"), ("implicit_gemm", "convolution"),
                      ("cudnn", "attention"), ("adam", "optimizer"), ("gemm", "matmul"),
                      ("nvjet", "matmul"), ("sm90_", "matmul"), ("cutlass", "matmul"),
                      ("triton", "fused elementwise (compiled)"))

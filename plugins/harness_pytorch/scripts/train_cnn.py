@@ -26,6 +26,7 @@ from cnn_models import build_model, trainable_parameters
 from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
+from step_profile import StepProfiler
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
 from image_records import MEAN, STD, ImageRecords
 
@@ -115,7 +116,10 @@ def main() -> int:
     memory_format = torch.channels_last if p.get("channels_last") else torch.contiguous_format
     model = model.to(memory_format=memory_format)
     n_params = trainable_parameters(model)
-    # L2 decay on every parameter, as Paddle's L2Decay regulariser and Gluon's wd do.
+    # L2 decay on every parameter, as Paddle's L2Decay regulariser and Gluon's wd do. Not the
+    # fused SGD kernel: under the fp16 loss scaler torch 2.11's fused SGD advanced the momentum
+    # on overflow steps the scaler skips, and ResNet-50/MobileNetV1 went to nan by step 5 on an
+    # H100 (BENCHMARKS.md, 2026-11-25); in fp32 it was no faster.
     optimizer = torch.optim.SGD(model.parameters(), lr=p["learning_rate"], momentum=p["momentum"],
                                 weight_decay=p["weight_decay"])
     if world > 1:
@@ -163,7 +167,9 @@ def main() -> int:
 
     data = iter(loader)
     model.train()
+    profiler = StepProfiler(rank, device.type, log)
     for step in range(1, max_steps + 1):
+        profiler.begin(step)
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
         for group in optimizer.param_groups:
             group["lr"] = lr
@@ -189,6 +195,7 @@ def main() -> int:
             step_loss /= world
         value = float(step_loss)  # waits for the step to finish on the device
         elapsed = time.perf_counter() - start
+        profiler.end(step)
         if not math.isfinite(value):
             log(f"error: non-finite loss {value} at step {step}")
             return 1

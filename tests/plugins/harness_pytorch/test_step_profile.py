@@ -57,3 +57,25 @@ def test_named_ranges_are_not_counted_as_kernels():
                               event("multi_tensor_apply_kernel adam", 1000.0)], steps=1)
     assert lines[0] == "> profile: GPU kernel time per step 4.0 ms over 1 steps"
     assert not any("Optimizer.step" in line for line in lines)
+
+
+def test_cudnn_batch_norm_and_convolutions_are_not_counted_as_attention():
+    from types import SimpleNamespace
+
+    from step_profile import kernel_breakdown
+
+    def event(key, us):
+        return SimpleNamespace(key=key, device_time_total=us, device_type=SimpleNamespace(name="CUDA"),
+                               is_user_annotation=False)
+
+    lines = kernel_breakdown([
+        event("void cudnn::batchnorm_bwtr_nhwc_semiPersist<__half, float>", 3000.0),
+        event("sm90_xmma_wgrad_indexed_implicit_gemm_f16f16_nhwckrsc_nhwc", 2000.0),
+        event("dgrad2d_c1_k1_nhwc_specialized", 1000.0),
+        event("cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128", 500.0),
+        event("nvjet_sm90_hsh_128x256_64x4_2x1_v", 250.0)], steps=1)
+    categories = {line.split()[1]: line for line in lines if line.startswith(">   ") and "kernel" not in line}
+    assert "3.0 ms" in categories["batch"]
+    assert "3.0 ms" in categories["convolution"]
+    assert "0.5 ms" in categories["attention"]
+    assert "0.2 ms" in categories["matmul"] or "0.3 ms" in categories["matmul"]
