@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import datetime
-from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +31,7 @@ class PointRecord(BaseModel):
     checkpoint_window: int = 1
     run_ids: list[str] = Field(default_factory=list, description="One run per repeat, in order.")
     refused: str | None = Field(None, description="Why the point was not run (a rule it broke).")
+    errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")
 
     @classmethod
     def of(cls, point: PlannedPoint) -> PointRecord:
@@ -42,7 +42,6 @@ class PointRecord(BaseModel):
         """The planned point this record was made from (``of``'s inverse)."""
         fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(PlannedPoint)}
         return PlannedPoint(**{**fields, "checkpoints": tuple(self.checkpoints)})
-    errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")
 
 
 class PointSummary(BaseModel):
@@ -78,4 +77,3 @@ class Certification(BaseModel):
     summaries: list[PointSummary] = Field(default_factory=list)
     checks: list[Check] = Field(default_factory=list)
     passed: bool = False
-    extra: dict[str, Any] = Field(default_factory=dict)
