@@ -58,6 +58,21 @@ class PointSummary(BaseModel):
         default_factory=list, description="Per repeat: checkpoint step -> windowed loss.")
 
 
+def verdict_lines(checks: list[Check], summaries: list[PointSummary], recomputed: bool = False) -> list[str]:
+    """A line per check and per scored point, as ``certify run`` and ``certify verify`` print
+    them (``recomputed``: the scores were recomputed from a bundle)."""
+    out = []
+    for check in checks:
+        where = f" [{check.point}]" if check.point else ""
+        out.append(f"{'pass' if check.passed else 'FAIL'} {check.name}{where}: {check.reason}")
+    how = "olympic, recomputed" if recomputed else "olympic"
+    for summary in summaries:
+        if summary.score is not None:
+            cv = f", CV {summary.cv:.2%}" if summary.cv is not None else ""
+            out.append(f"score {summary.label}: {summary.score:,.2f} {summary.unit} ({how}{cv})")
+    return out
+
+
 class Certification(BaseModel):
     format_version: int = FORMAT_VERSION
     id: str

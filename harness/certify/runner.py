@@ -19,7 +19,8 @@ from harness.certify import bundle, rules, sysinfo
 from harness.certify.evaluate import evaluate
 from harness.certify.record import Certification, PointRecord
 from harness.certify.report import write_certification_report
-from harness.certify.suite import MIN_REPEATS, Suite, plan_points
+from harness.certify.scoring import OLYMPIC_MIN
+from harness.certify.suite import Suite, plan_points, repeats_deviation
 from harness.config_resolution import parse_set_pairs
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError, UserInputError
@@ -75,13 +76,10 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
     rules.refuse_set_pairs(set_pairs, [registry.cases.get(p.case) for p in points])
 
     repeats = request.repeats or spec.repeats
-    if repeats < 3:
-        raise UserInputError(f"--repeats {repeats}: olympic scoring needs at least 3 repeats")
-    deviations = []
-    if repeats < spec.repeats:
-        deviations.append(f"{repeats} repeats per point instead of the suite's {spec.repeats}"
-                          + (f" (below the {spec.kind} minimum of {MIN_REPEATS[spec.kind]})"
-                             if repeats < MIN_REPEATS[spec.kind] else ""))
+    if repeats < OLYMPIC_MIN:
+        raise UserInputError(f"--repeats {repeats}: olympic scoring needs at least {OLYMPIC_MIN} repeats")
+    fewer = repeats_deviation(repeats, spec)
+    deviations = [fewer] if fewer else []
     if request.framework:
         deviations.append(f"framework {request.framework} chosen on the command line")
 
