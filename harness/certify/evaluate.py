@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -40,7 +40,7 @@ class RunEvidence:
     run_id: str
     folder: Path
     result: BenchmarkResult | None = None
-    config: dict[str, Any] | None = None
+    config: ResolvedConfig | None = None  # config.json, validated
     final: float | None = None  # re-parsed FINAL_RESULT
     losses: list[tuple[int, float]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # "path: why" figure mismatches
@@ -77,8 +77,8 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
         return evidence
     result = evidence.result
     try:
-        evidence.config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        if ResolvedConfig.model_validate(evidence.config).config_hash != result.config_hash:
+        evidence.config = ResolvedConfig.model_validate_json((folder / "config.json").read_text(encoding="utf-8"))
+        if evidence.config.config_hash != result.config_hash:
             evidence.problems.append(f"{rel}/config.json: its hash differs from result.json's config_hash")
     except (OSError, ValueError, ValidationError) as exc:
         evidence.problems.append(f"{rel}/config.json: unreadable ({type(exc).__name__})")

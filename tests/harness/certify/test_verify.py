@@ -99,6 +99,20 @@ def test_a_locked_key_edited_in_a_config_fails_the_rules(tmp_path, capsys):
     assert code == 1 and "FAIL rules" in out and "learning_rate" in out
 
 
+def test_a_config_that_is_no_resolved_config_fails_naming_it(tmp_path, capsys):
+    """config.json is validated where it is read: a malformed one is a failed check naming
+    the file, not a crash of the evaluation."""
+    folder = unpack(tmp_path)
+    config_path = first_run(folder) / "config.json"
+    config = json.loads(config_path.read_text())
+    config["settings"]["max_steps"] = "many"
+    config_path.write_text(json.dumps(config))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
+    rel = config_path.relative_to(folder).as_posix()
+    assert code == 1 and "FAIL integrity" in out and f"{rel}: unreadable (ValidationError)" in out
+    assert "cannot re-evaluate" not in out and "pass rules" in out  # the other runs' configs
+
+
 def test_bad_input_is_exit_2_one_line(tmp_path, capsys):
     not_bundle = tmp_path / "x.tar.gz"
     not_bundle.write_text("not a tarball")
