@@ -157,7 +157,7 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         for run in runs:
             for problem in run.problems:
                 checks.append(failed("integrity", problem, label))
-        reference_cfg = rules.reference_config(case, record.planned(), cert.vendor, suite.scale)
+        reference_cfg = rules.reference_config(case, record, cert.vendor, suite.scale)
         rule_checks = [rules.check_rules(case, run.config, reference_cfg, label)
                        for run in runs if run.config is not None]
         bad_rule = next((c for c in rule_checks if not c.passed), None)

@@ -7,28 +7,21 @@ recomputes and compares.
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.certify.checks import Check
 from harness.certify.suite import PlannedPoint
-from harness.models.case import ParamValue
 
 FORMAT_VERSION = 1
 
 
-class PointRecord(BaseModel):
-    label: str
-    case: str
-    framework: str
-    nproc: int
-    nnodes: int
-    precision: str | None
-    settings: dict[str, ParamValue] = Field(description="The suite's fixed settings of this point.")
-    checkpoints: list[int] = Field(default_factory=list, description="Loss checkpoint steps.")
-    checkpoint_window: int = 1
+class PointRecord(PlannedPoint):
+    """A planned point and what became of it: its runs, or why it did not run."""
+
+    model_config = ConfigDict(frozen=False)  # filled in as the point runs
+
     run_ids: list[str] = Field(default_factory=list, description="One run per repeat, in order.")
     refused: str | None = Field(None, description="Why the point was not run (a rule it broke).")
     errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")
@@ -36,12 +29,7 @@ class PointRecord(BaseModel):
     @classmethod
     def of(cls, point: PlannedPoint) -> PointRecord:
         """The record of a planned point, before any run."""
-        return cls(**{**dataclasses.asdict(point), "checkpoints": list(point.checkpoints)})
-
-    def planned(self) -> PlannedPoint:
-        """The planned point this record was made from (``of``'s inverse)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(PlannedPoint)}
-        return PlannedPoint(**{**fields, "checkpoints": tuple(self.checkpoints)})
+        return cls(**point.model_dump())
 
 
 class PointSummary(BaseModel):

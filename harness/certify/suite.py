@@ -81,9 +81,11 @@ class SuiteFile(BaseModel):
     point: list[SuitePoint] = Field(min_length=1)
 
 
-@dataclass(frozen=True)
-class PlannedPoint:
-    """One layout of one point: what a single run of the suite resolves from."""
+class PlannedPoint(BaseModel):
+    """One layout of one point: what a single run of the suite resolves from (and, with
+    what became of it, a point of certification.json: ``record.PointRecord``)."""
+
+    model_config = ConfigDict(frozen=True)
 
     label: str
     case: str
@@ -91,8 +93,8 @@ class PlannedPoint:
     nproc: int
     nnodes: int
     precision: str | None
-    settings: dict[str, ParamValue]  # the suite's fixed settings: steps, batch, ...
-    checkpoints: tuple[int, ...] = ()
+    settings: dict[str, ParamValue] = Field(description="The suite's fixed settings of this point.")
+    checkpoints: tuple[int, ...] = Field((), description="Loss checkpoint steps.")
     checkpoint_window: int = 1
 
 
