@@ -32,6 +32,20 @@ from harness.store import DB_NAME, ResultStore
 NOISE_SIGMAS = 2.0  # a difference of two noise standard deviations: ~95% if noise were normal
 
 
+def combined_noise(cv_a: float | None, cv_b: float | None) -> float | None:
+    """Relative noise of the ratio of two figures from each one's CV (a side without an
+    estimate adds nothing); None when neither has one."""
+    parts = [cv for cv in (cv_a, cv_b) if cv is not None]
+    return math.sqrt(math.fsum(p * p for p in parts)) if parts else None
+
+
+def beyond_noise(ratio: float, cv_a: float | None, cv_b: float | None) -> bool | None:
+    """Whether B/A = ``ratio`` differs from 1 by more than NOISE_SIGMAS x the combined noise
+    (the rule of ``harness compare`` and ``harness certify compare``); None without noise."""
+    noise = combined_noise(cv_a, cv_b)
+    return None if noise is None else abs(ratio - 1.0) > NOISE_SIGMAS * noise
+
+
 def measurement_window(result: BenchmarkResult) -> dict[str, object]:
     """What a FINAL_RESULT was measured over: the locked keys of the run's config
     (``harness.measurement_window``: steps, warm-up, learning-rate schedule, dataset size,
@@ -115,13 +129,11 @@ class Pair:
     @property
     def noise(self) -> float | None:
         """Combined relative noise of the two runs; None when neither has an estimate."""
-        parts = [n.cv for n in (self.noise_a, self.noise_b) if n.cv is not None]
-        return math.sqrt(sum(p * p for p in parts)) if parts else None
+        return combined_noise(self.noise_a.cv, self.noise_b.cv)
 
     @property
     def beyond_noise(self) -> bool | None:
-        noise = self.noise
-        return None if noise is None else abs(self.change) > NOISE_SIGMAS * noise
+        return beyond_noise(self.ratio, self.noise_a.cv, self.noise_b.cv)
 
     @property
     def warnings(self) -> list[str]:

@@ -11,7 +11,10 @@ that names them; certification refuses them on the command line, and vendor conf
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.models import ResolvedConfig
 
 #: RunSettings fields of the window: step count, warm-up steps left out, seed.
 LOCKED_SETTINGS: frozenset[str] = frozenset({"max_steps", "skip_steps", "seed"})
@@ -31,19 +34,16 @@ def locked_keys_touched(keys: Iterable[str] | Mapping[str, Any]) -> list[str]:
     return sorted(set(keys) & LOCKED_KEYS)
 
 
-def locked_values(config: Any) -> dict[str, Any]:
-    """The locked keys' values of a resolved config (a ``ResolvedConfig`` or its JSON dict);
-    keys the case does not have (e.g. ``num_samples`` for GPT) are left out."""
-    if isinstance(config, Mapping):
-        settings, params = config.get("settings", {}), config.get("params", {})
-    else:
-        settings, params = config.settings.model_dump(), config.params
+def locked_values(config: ResolvedConfig) -> dict[str, Any]:
+    """The locked keys' values of a resolved config; keys the case does not have (e.g.
+    ``num_samples`` for GPT) are left out."""
+    settings, params = config.settings.model_dump(), config.params
     values = {key: settings[key] for key in LOCKED_SETTINGS if key in settings}
     values.update({key: params[key] for key in LOCKED_PARAMS if key in params})
     return values
 
 
-def locked_differences(actual: Any, expected: Any) -> dict[str, tuple[Any, Any]]:
+def locked_differences(actual: ResolvedConfig, expected: ResolvedConfig) -> dict[str, tuple[Any, Any]]:
     """Locked keys whose value in ``actual`` differs from ``expected``: key -> (actual, expected)."""
     got, want = locked_values(actual), locked_values(expected)
     return {key: (got.get(key), want.get(key))

@@ -1,5 +1,6 @@
 """The statistics of the harness, each rule implemented once.
 
+- :func:`mean` and :func:`stdev`: the arithmetic mean and the sample standard deviation;
 - :func:`after_warmup`: what is measured once the unstable warm-up is left out;
 - :func:`mean_after_warmup`: FINAL_RESULT of ``harness run`` and of ``harness parse --method
   harness``;
@@ -24,6 +25,19 @@ from typing import Sequence, TypeVar
 from harness.models.result import StepTimeStats
 
 T = TypeVar("T")
+
+
+def mean(values: Sequence[float]) -> float | None:
+    """Arithmetic mean (summed with :func:`math.fsum`); None for no values."""
+    return statistics.fmean(values) if len(values) else None
+
+
+def stdev(values: Sequence[float]) -> float:
+    """Sample standard deviation (divided by n - 1); 0 for fewer than two values."""
+    if len(values) < 2:
+        return 0.0
+    centre = statistics.fmean(values)
+    return math.sqrt(math.fsum((v - centre) ** 2 for v in values) / (len(values) - 1))
 
 
 def after_warmup(values: Sequence[T], skip: int) -> Sequence[T]:
@@ -61,19 +75,15 @@ def first_record_after_warmup(steps: Sequence[int], skip_iterations: int) -> int
 
 def mean_after_warmup(values: Sequence[float], skip: int) -> float | None:
     """Arithmetic mean of the values after the warm-up; None for no values."""
-    kept = after_warmup(values, skip)
-    return statistics.fmean(kept) if kept else None
+    return mean(after_warmup(values, skip))
 
 
 def coefficient_of_variation(values: Sequence[float]) -> float:
     """Sample standard deviation / mean; 0 for fewer than two values or a zero mean."""
-    if len(values) < 2:
+    centre = mean(values)
+    if len(values) < 2 or not centre:
         return 0.0
-    mean = statistics.fmean(values)
-    if not mean:
-        return 0.0
-    variance = math.fsum((v - mean) ** 2 for v in values) / (len(values) - 1)
-    return math.sqrt(variance) / mean
+    return stdev(values) / centre
 
 
 def percentile(values: Sequence[float], pct: float) -> float:

@@ -12,7 +12,6 @@ Layout inside the archive (one top folder, the certification id)::
 
 from __future__ import annotations
 
-import shutil
 import tarfile
 import tempfile
 from dataclasses import dataclass, field
@@ -153,7 +152,3 @@ def check_integrity(folder: Path, public_pem: bytes | None = None) -> IntegrityR
 
 def temporary_folder() -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix="harness-certify-")
-
-
-def remove(folder: Path) -> None:
-    shutil.rmtree(folder, ignore_errors=True)

@@ -1,12 +1,11 @@
 """``certify compare``: two certification bundles side by side, per suite point.
 
-Scores are recomputed from each bundle (as ``verify`` does); a difference is beyond noise
-when |B/A - 1| > NOISE_SIGMAS x sqrt(CV_A^2 + CV_B^2), the rule of ``harness compare``.
+Scores are recomputed from each bundle (as ``verify`` does); whether a difference is beyond
+the repeats' noise (CV) is the rule of ``harness compare`` (``harness.compare.beyond_noise``).
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,7 +13,7 @@ from typing import TYPE_CHECKING
 from harness.certify import bundle
 from harness.certify.evaluate import evaluate
 from harness.certify.record import Certification, PointSummary
-from harness.compare import NOISE_SIGMAS
+from harness.compare import beyond_noise
 
 if TYPE_CHECKING:
     from harness.registry import Registry
@@ -43,9 +42,7 @@ class PointComparison:
     @property
     def beyond_noise(self) -> bool | None:
         ratio = self.ratio
-        if ratio is None or self.a.cv is None or self.b.cv is None:
-            return None
-        return abs(ratio - 1) > NOISE_SIGMAS * math.sqrt(self.a.cv ** 2 + self.b.cv ** 2)
+        return None if ratio is None else beyond_noise(ratio, self.a.cv, self.b.cv)
 
 
 def load_side(path: Path, registry: Registry) -> BundleSide:

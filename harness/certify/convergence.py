@@ -14,7 +14,6 @@ learning rate or a broken kernel moves the curve far outside it.
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from pydantic import BaseModel, Field
 
 from harness.certify.checks import Check, failed, passed
 from harness.results_io import atomic_write_text
+from harness.stats import mean, stdev
 
 REFERENCE_DIR = Path(__file__).parent / "references"
 SIGMAS = 4.0
@@ -70,7 +70,7 @@ def checkpoint_losses(losses: Sequence[tuple[int, float]], checkpoints: Sequence
     out: dict[int, float | None] = {}
     for step in checkpoints:
         upto = [loss for s, loss in ordered if s <= step]
-        out[step] = statistics.fmean(upto[-window:]) if upto and last_step >= step else None
+        out[step] = mean(upto[-window:]) if last_step >= step else None
     return out
 
 
@@ -88,7 +88,7 @@ def make_reference(runs: dict[int, Sequence[tuple[int, float]]], *, center_seed:
         if any(v is None for v in values):
             raise ValueError(f"a reference run logged no loss up to checkpoint {step}")
         center = per_seed[center_seed][step]
-        half = max(SIGMAS * statistics.stdev(values), FLOOR * abs(center))
+        half = max(SIGMAS * stdev(values), FLOOR * abs(center))
         bands.append(Band(step=step, mean=center, low=center - half, high=center + half, values=values))
     return Reference(case=case, scale=scale, framework=framework, global_batch_size=global_batch_size,
                      max_steps=max_steps, window=window, seeds=sorted(runs), center_seed=center_seed,

@@ -9,24 +9,24 @@ convergence are checked from the re-parsed numbers and the installed case catalo
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
 from harness.certify import convergence, rules, scoring, sysinfo
 from harness.certify.checks import Check, failed, passed
 from harness.certify.record import Certification, PointRecord, PointSummary
-from harness.certify.suite import parse_suite_text
+from harness.certify.suite import REPEATS_DEVIATION, Suite, parse_suite_text, repeats_deviation
 from harness.errors import HarnessError
 from harness.logparse.summary import stream_log
 from harness.result_builder import repeat_figures
 from harness.results_io import LEGACY_DECIMALS
 from harness.runner.pipeline import config_log_hints
+from harness.stats import mean
 from harness.models import BenchmarkResult, ResolvedConfig
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ class RunEvidence:
     run_id: str
     folder: Path
     result: BenchmarkResult | None = None
-    config: dict[str, Any] | None = None
+    config: ResolvedConfig | None = None  # config.json, validated
     final: float | None = None  # re-parsed FINAL_RESULT
     losses: list[tuple[int, float]] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # "path: why" figure mismatches
@@ -57,7 +57,11 @@ class Evaluation:
         return all(c.passed for c in self.checks)
 
 
-def _close(a: float, b: float) -> bool:
+def same_figure(a: float | None, b: float | None) -> bool:
+    """Whether a claimed figure is the recomputed one: both missing, or equal up to
+    REL_TOLERANCE (the one rule for FINAL_RESULT, index values, scores and CVs)."""
+    if a is None or b is None:
+        return a is None and b is None
     return math.isclose(a, b, rel_tol=REL_TOLERANCE, abs_tol=1e-9)
 
 
@@ -73,8 +77,8 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
         return evidence
     result = evidence.result
     try:
-        evidence.config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        if ResolvedConfig.model_validate(evidence.config).config_hash != result.config_hash:
+        evidence.config = ResolvedConfig.model_validate_json((folder / "config.json").read_text(encoding="utf-8"))
+        if evidence.config.config_hash != result.config_hash:
             evidence.problems.append(f"{rel}/config.json: its hash differs from result.json's config_hash")
     except (OSError, ValueError, ValidationError) as exc:
         evidence.problems.append(f"{rel}/config.json: unreadable ({type(exc).__name__})")
@@ -101,7 +105,7 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
     evidence.final = repeat_figures(reading, result.config.settings.skip_steps).final
     claimed = result.throughput.value if result.throughput else None
     if result.status == "success":
-        if claimed is None or evidence.final is None or not _close(claimed, evidence.final):
+        if claimed is None or not same_figure(claimed, evidence.final):
             evidence.problems.append(
                 f"{rel}/result.json: FINAL_RESULT {claimed} claimed, its log gives {evidence.final}")
         for index_file in sorted((folder / "index").glob("*")) if (folder / "index").is_dir() else []:
@@ -112,7 +116,7 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
                 continue
             # The legacy index carries FINAL_RESULT rounded to LEGACY_DECIMALS.
             if (evidence.final is None or not isinstance(value, (int, float))
-                    or not _close(value, round(evidence.final, LEGACY_DECIMALS))):
+                    or not same_figure(value, round(evidence.final, LEGACY_DECIMALS))):
                 evidence.problems.append(
                     f"{rel}/index/{index_file.name}: FINAL_RESULT {value} claimed, its log gives {evidence.final}")
     return evidence
@@ -127,17 +131,16 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
     evidence_by_point: dict[str, list[RunEvidence]] = {}
 
     suite_text = (root / "suite.toml").read_text(encoding="utf-8")
-    spec = parse_suite_text(suite_text, "suite.toml")
-    suite = spec.suite
-    if hashlib.sha256(suite_text.encode()).hexdigest() != cert.suite_sha256:
+    bundled = Suite(spec=parse_suite_text(suite_text, "suite.toml"), text=suite_text, source=cert.suite_source)
+    suite = bundled.spec.suite
+    if bundled.sha256 != cert.suite_sha256:
         checks.append(failed("suite", "suite.toml differs from the suite the certification names"))
-    elif cert.repeats < 3:
-        checks.append(failed("suite", f"{cert.repeats} repeats per point; at least 3 are needed"))
+    elif cert.repeats < scoring.OLYMPIC_MIN:
+        checks.append(failed("suite", f"{cert.repeats} repeats per point; at least {scoring.OLYMPIC_MIN} are needed"))
     else:
         # The repeats deviation is recomputed from the suite, not taken from the claim.
-        deviations = [d for d in cert.deviations if "repeats per point" not in d]
-        if cert.repeats < suite.repeats:
-            deviations.insert(0, f"{cert.repeats} repeats per point instead of the suite's {suite.repeats}")
+        fewer = repeats_deviation(cert.repeats, suite)
+        deviations = ([fewer] if fewer else []) + [d for d in cert.deviations if REPEATS_DEVIATION not in d]
         note = f"; deviations: {'; '.join(deviations)}" if deviations else ""
         checks.append(passed("suite", f"suite {suite.name!r} ({cert.suite_source}), {len(cert.points)} "
                              f"points x {cert.repeats} repeats at {suite.scale} scale{note}"))
@@ -154,7 +157,7 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         for run in runs:
             for problem in run.problems:
                 checks.append(failed("integrity", problem, label))
-        reference_cfg = rules.reference_config(case, record.planned(), cert.vendor, suite.scale)
+        reference_cfg = rules.reference_config(case, record, cert.vendor, suite.scale)
         rule_checks = [rules.check_rules(case, run.config, reference_cfg, label)
                        for run in runs if run.config is not None]
         bad_rule = next((c for c in rule_checks if not c.passed), None)
@@ -195,10 +198,6 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
     return Evaluation(summaries=summaries, checks=checks, evidence=evidence_by_point)
 
 
-def _mean(values: list[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
 def _summary(record: PointRecord, runs: list[RunEvidence], values: list[float],
              checkpoints: list[int], window: int) -> PointSummary:
     results = [run.result for run in runs if run.result is not None and run.result.status == "success"]
@@ -215,8 +214,8 @@ def _summary(record: PointRecord, runs: list[RunEvidence], values: list[float],
         unit=results[0].throughput.unit if results and results[0].throughput else None,
         values=[run.final if run.result is not None and run.result.status == "success" else None for run in runs],
         score=scoring.olympic_score(values), cv=scoring.repeat_cv(values),
-        mfu=_mean(mfus), peak_memory_bytes=max(memories) if memories else None,
-        energy_per_unit_j=_mean(energies),
+        mfu=mean(mfus), peak_memory_bytes=max(memories) if memories else None,
+        energy_per_unit_j=mean(energies),
         checkpoint_losses=[{str(k): v for k, v in convergence.checkpoint_losses(run.losses, checkpoints, window).items()}
                            for run in runs],
     )

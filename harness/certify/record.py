@@ -7,42 +7,29 @@ recomputes and compares.
 
 from __future__ import annotations
 
-import dataclasses
 from datetime import datetime
-from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from harness.certify.checks import Check
 from harness.certify.suite import PlannedPoint
-from harness.models.case import ParamValue
 
 FORMAT_VERSION = 1
 
 
-class PointRecord(BaseModel):
-    label: str
-    case: str
-    framework: str
-    nproc: int
-    nnodes: int
-    precision: str | None
-    settings: dict[str, ParamValue] = Field(description="The suite's fixed settings of this point.")
-    checkpoints: list[int] = Field(default_factory=list, description="Loss checkpoint steps.")
-    checkpoint_window: int = 1
+class PointRecord(PlannedPoint):
+    """A planned point and what became of it: its runs, or why it did not run."""
+
+    model_config = ConfigDict(frozen=False)  # filled in as the point runs
+
     run_ids: list[str] = Field(default_factory=list, description="One run per repeat, in order.")
     refused: str | None = Field(None, description="Why the point was not run (a rule it broke).")
+    errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")
 
     @classmethod
     def of(cls, point: PlannedPoint) -> PointRecord:
         """The record of a planned point, before any run."""
-        return cls(**{**dataclasses.asdict(point), "checkpoints": list(point.checkpoints)})
-
-    def planned(self) -> PlannedPoint:
-        """The planned point this record was made from (``of``'s inverse)."""
-        fields = {f.name: getattr(self, f.name) for f in dataclasses.fields(PlannedPoint)}
-        return PlannedPoint(**{**fields, "checkpoints": tuple(self.checkpoints)})
-    errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")
+        return cls(**point.model_dump())
 
 
 class PointSummary(BaseModel):
@@ -57,6 +44,21 @@ class PointSummary(BaseModel):
     energy_per_unit_j: float | None = None
     checkpoint_losses: list[dict[str, float | None]] = Field(
         default_factory=list, description="Per repeat: checkpoint step -> windowed loss.")
+
+
+def verdict_lines(checks: list[Check], summaries: list[PointSummary], recomputed: bool = False) -> list[str]:
+    """A line per check and per scored point, as ``certify run`` and ``certify verify`` print
+    them (``recomputed``: the scores were recomputed from a bundle)."""
+    out = []
+    for check in checks:
+        where = f" [{check.point}]" if check.point else ""
+        out.append(f"{'pass' if check.passed else 'FAIL'} {check.name}{where}: {check.reason}")
+    how = "olympic, recomputed" if recomputed else "olympic"
+    for summary in summaries:
+        if summary.score is not None:
+            cv = f", CV {summary.cv:.2%}" if summary.cv is not None else ""
+            out.append(f"score {summary.label}: {summary.score:,.2f} {summary.unit} ({how}{cv})")
+    return out
 
 
 class Certification(BaseModel):
@@ -78,4 +80,3 @@ class Certification(BaseModel):
     summaries: list[PointSummary] = Field(default_factory=list)
     checks: list[Check] = Field(default_factory=list)
     passed: bool = False
-    extra: dict[str, Any] = Field(default_factory=dict)

@@ -1,7 +1,10 @@
 """The certification report: verdict and per-check reasons, per point the olympic score,
 repeats, CV, MFU, memory and energy, loss curves against their reference bands, and the
 system description. Built as a ``harness.report`` document and rendered by its renderers
-(Markdown with SVG charts beside it, and one self-contained HTML file)."""
+(Markdown with SVG charts beside it, and one self-contained HTML file).
+
+The loss curves come from the evaluation's re-parsed runs (``Evaluation.evidence``): every
+log is parsed once, by the evaluation that judged it."""
 
 from __future__ import annotations
 
@@ -10,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness.certify import convergence
-from harness.certify.evaluate import reparse_run
 from harness.certify.record import Certification
 from harness.report.build import fmt_mib, fmt_value, slug
 from harness.report.document import Cell, Chart, Document, Paragraph, Section, Table
@@ -18,14 +20,14 @@ from harness.report.render import write_report
 from harness.report.svg import PALETTE, Series, line_chart
 
 if TYPE_CHECKING:
-    from harness.registry import Registry
+    from harness.certify.evaluate import RunEvidence
 
 
 def _verdict_cell(ok: bool) -> Cell:
     return Cell("pass" if ok else "FAIL", badge=None if ok else "failed")
 
 
-def build_document(folder: Path, registry: Registry) -> Document:
+def build_document(folder: Path, evidence: dict[str, list[RunEvidence]]) -> Document:
     cert = Certification.model_validate_json((folder / "certification.json").read_text(encoding="utf-8"))
     verdict = "PASSED" if cert.passed else "FAILED"
     doc = Document(
@@ -70,12 +72,12 @@ def build_document(folder: Path, registry: Registry) -> Document:
              "the runs' own (empty where the vendor reports none, e.g. energy on CPUs).",
     )]))
     doc.sections.append(Section("convergence", "Loss against the reference bands",
-                                _loss_charts(folder, registry, cert)))
+                                _loss_charts(cert, evidence)))
     doc.sections.append(Section("system", "System description", _system_tables(folder)))
     return doc
 
 
-def _loss_charts(folder: Path, registry: Registry, cert: Certification) -> list:
+def _loss_charts(cert: Certification, evidence: dict[str, list[RunEvidence]]) -> list:
     blocks: list = []
     for record in cert.points:
         if record.refused or not record.run_ids:
@@ -83,12 +85,11 @@ def _loss_charts(folder: Path, registry: Registry, cert: Certification) -> list:
             continue
         series = []
         gbs = steps = None
-        for index, run_id in enumerate(record.run_ids, 1):
-            evidence = reparse_run(registry, folder, run_id)
-            if evidence.result is not None:
-                gbs, steps = evidence.result.global_batch_size, evidence.result.max_steps
-            if evidence.losses:
-                series.append(Series(f"repeat {index}", [(float(s), l) for s, l in evidence.losses],
+        for index, run in enumerate(evidence.get(record.label, []), 1):
+            if run.result is not None:
+                gbs, steps = run.result.global_batch_size, run.result.max_steps
+            if run.losses:
+                series.append(Series(f"repeat {index}", [(float(s), l) for s, l in run.losses],
                                      color=PALETTE[index % len(PALETTE)], markers=False))
         reference = (convergence.load_reference(record.case, cert.scale, record.framework, gbs, steps)
                      if gbs is not None else None)
@@ -134,5 +135,7 @@ def _system_tables(folder: Path) -> list:
     return blocks
 
 
-def write_certification_report(folder: Path, registry: Registry) -> dict[str, Path]:
-    return write_report(build_document(folder, registry), folder)
+def write_certification_report(folder: Path, evidence: dict[str, list[RunEvidence]]) -> dict[str, Path]:
+    """Write report.md (with charts/) and report.html into ``folder``; ``evidence``: the
+    re-parsed runs of each point, from ``evaluate`` of the same folder."""
+    return write_report(build_document(folder, evidence), folder)

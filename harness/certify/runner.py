@@ -16,15 +16,16 @@ from typing import TYPE_CHECKING
 
 from harness import __version__
 from harness.certify import bundle, rules, sysinfo
-from harness.certify.evaluate import evaluate
+from harness.certify.evaluate import Evaluation, evaluate
 from harness.certify.record import Certification, PointRecord
 from harness.certify.report import write_certification_report
-from harness.certify.suite import MIN_REPEATS, Suite, plan_points
+from harness.certify.scoring import OLYMPIC_MIN
+from harness.certify.suite import Suite, plan_points, repeats_deviation
 from harness.config_resolution import parse_set_pairs
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError, UserInputError
 from harness.results_io import atomic_write_text
-from harness.runner.pipeline import RunObserver, RunRequest, execute, plan
+from harness.runner.pipeline import RunObserver, RunRequest, execute, plan, replanned
 
 if TYPE_CHECKING:
     import pluggy
@@ -75,13 +76,10 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
     rules.refuse_set_pairs(set_pairs, [registry.cases.get(p.case) for p in points])
 
     repeats = request.repeats or spec.repeats
-    if repeats < 3:
-        raise UserInputError(f"--repeats {repeats}: olympic scoring needs at least 3 repeats")
-    deviations = []
-    if repeats < spec.repeats:
-        deviations.append(f"{repeats} repeats per point instead of the suite's {spec.repeats}"
-                          + (f" (below the {spec.kind} minimum of {MIN_REPEATS[spec.kind]})"
-                             if repeats < MIN_REPEATS[spec.kind] else ""))
+    if repeats < OLYMPIC_MIN:
+        raise UserInputError(f"--repeats {repeats}: olympic scoring needs at least {OLYMPIC_MIN} repeats")
+    fewer = repeats_deviation(repeats, spec)
+    deviations = [fewer] if fewer else []
     if request.framework:
         deviations.append(f"framework {request.framework} chosen on the command line")
 
@@ -114,11 +112,14 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
             record.refused = verdict.reason
             done += repeats
             continue
+        # Planned once; each repeat is its own run of that plan (a run id and folder of its own).
+        context = suite_sourced(context, point, spec.name)
         for repeat in range(1, repeats + 1):
             done += 1
             observer.point(point.label, repeat, repeats, done, total)
+            if repeat > 1:
+                context = replanned(context)
             try:
-                context = suite_sourced(plan(pm, registry, run_request), point, spec.name)
                 report = execute(pm, registry, context, run_request, observer)
             except KeyboardInterrupt:
                 raise
@@ -137,13 +138,13 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
         harness_version=__version__, started_at=started, points=records,
     )
     _write(folder, cert)
-    conclude(folder, registry, cert)
-    write_certification_report(folder, registry)
+    evaluation = conclude(folder, registry, cert)
+    write_certification_report(folder, evaluation.evidence)
     out = bundle.write_bundle(folder, folder.with_name(folder.name + ".tar.gz"), request.private_key)
     return CertifyOutcome(certification=cert, folder=folder, bundle_path=out)
 
 
-def conclude(folder: Path, registry: Registry, cert: Certification) -> Certification:
+def conclude(folder: Path, registry: Registry, cert: Certification) -> Evaluation:
     """Evaluate the folder and write the verdict into certification.json."""
     evaluation = evaluate(folder, registry)
     cert.summaries = evaluation.summaries
@@ -151,7 +152,7 @@ def conclude(folder: Path, registry: Registry, cert: Certification) -> Certifica
     cert.passed = evaluation.passed
     cert.finished_at = cert.finished_at or _utcnow()
     _write(folder, cert)
-    return cert
+    return evaluation
 
 
 def _write(folder: Path, cert: Certification) -> None:

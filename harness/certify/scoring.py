@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 
 from harness.certify.checks import Check, failed, passed
-from harness.stats import coefficient_of_variation
+from harness.stats import coefficient_of_variation, mean
+
+#: Fewest repeats an olympic score is taken from: it drops the best and the worst.
+OLYMPIC_MIN = 3
 
 
 def olympic_score(values: Sequence[float]) -> float | None:
@@ -15,8 +17,8 @@ def olympic_score(values: Sequence[float]) -> float | None:
     if not values:
         return None
     ordered = sorted(values)
-    kept = ordered[1:-1] if len(ordered) >= 3 else ordered
-    return statistics.fmean(kept)
+    kept = ordered[1:-1] if len(ordered) >= OLYMPIC_MIN else ordered
+    return mean(kept)
 
 
 def repeat_cv(values: Sequence[float]) -> float | None:
@@ -36,8 +38,8 @@ def check_repeats(statuses: Sequence[tuple[str, str | None]], requested: int,
         detail = (detail + "; " if detail else "") + f"{missing} of {requested} repeats did not run"
     if bad > max_failed:
         return failed("repeats", f"{bad} of {requested} repeats failed (at most {max_failed} may): {detail}", label)
-    if succeeded < 3:
-        return failed("repeats", f"only {succeeded} successful repeats; olympic scoring needs 3", label)
+    if succeeded < OLYMPIC_MIN:
+        return failed("repeats", f"only {succeeded} successful repeats; olympic scoring needs {OLYMPIC_MIN}", label)
     note = f"; {detail}" if detail else ""
     return passed("repeats", f"{succeeded} of {requested} repeats succeeded{note}", label)
 

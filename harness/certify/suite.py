@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from harness.certify.scoring import OLYMPIC_MIN
 from harness.errors import UserInputError, did_you_mean, first_validation_error
 from harness.models.case import ParamValue
 
@@ -28,7 +29,9 @@ if TYPE_CHECKING:
 
 BUILTIN_DIR = Path(__file__).parent / "suites"
 #: Fewest repeats a suite of each kind may ask for (olympic scoring drops two of them).
-MIN_REPEATS = {"smoke": 3, "full": 5}
+MIN_REPEATS = {"smoke": OLYMPIC_MIN, "full": 5}
+#: What every repeats deviation says (``repeats_deviation``), by which a recorded one is found.
+REPEATS_DEVIATION = "repeats per point instead of the suite's"
 
 
 class SuiteSettings(BaseModel):
@@ -40,7 +43,7 @@ class SuiteSettings(BaseModel):
     description: str = ""
     kind: Literal["smoke", "full"]
     scale: Literal["smoke", "full"]
-    repeats: int = Field(ge=3, description="Runs of every point; olympic score over them.")
+    repeats: int = Field(ge=OLYMPIC_MIN, description="Runs of every point; olympic score over them.")
     max_steps: int | None = Field(None, ge=1, description="Steps of every run (case default if unset).")
     skip_steps: int | None = Field(None, ge=0, description="Warm-up steps left out of FINAL_RESULT.")
     cv_bound: float = Field(gt=0, lt=1, description="Largest CV of FINAL_RESULT over repeats.")
@@ -78,9 +81,11 @@ class SuiteFile(BaseModel):
     point: list[SuitePoint] = Field(min_length=1)
 
 
-@dataclass(frozen=True)
-class PlannedPoint:
-    """One layout of one point: what a single run of the suite resolves from."""
+class PlannedPoint(BaseModel):
+    """One layout of one point: what a single run of the suite resolves from (and, with
+    what became of it, a point of certification.json: ``record.PointRecord``)."""
+
+    model_config = ConfigDict(frozen=True)
 
     label: str
     case: str
@@ -88,8 +93,8 @@ class PlannedPoint:
     nproc: int
     nnodes: int
     precision: str | None
-    settings: dict[str, ParamValue]  # the suite's fixed settings: steps, batch, ...
-    checkpoints: tuple[int, ...] = ()
+    settings: dict[str, ParamValue] = Field(description="The suite's fixed settings of this point.")
+    checkpoints: tuple[int, ...] = Field((), description="Loss checkpoint steps.")
     checkpoint_window: int = 1
 
 
@@ -106,6 +111,16 @@ class Suite:
     @property
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+def repeats_deviation(repeats: int, suite: SuiteSettings) -> str | None:
+    """The deviation a certification records when it runs fewer repeats per point than its
+    suite asks for (``--repeats``); None when it runs them all."""
+    if repeats >= suite.repeats:
+        return None
+    minimum = MIN_REPEATS[suite.kind]
+    below = f" (below the {suite.kind} minimum of {minimum})" if repeats < minimum else ""
+    return f"{repeats} {REPEATS_DEVIATION} {suite.repeats}{below}"
 
 
 def suite_sources(pm: pluggy.PluginManager | None = None) -> dict[str, tuple[Path, str]]:

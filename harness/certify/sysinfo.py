@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import platform
-import subprocess
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +18,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from harness import __version__
 from harness.certify.checks import Check, failed, passed
-from harness.fingerprint import cpu_model
+from harness.fingerprint import cpu_model, harness_git_sha
 from harness.errors import first_validation_error
 
 if TYPE_CHECKING:
@@ -62,7 +61,8 @@ class SystemDescription(BaseModel):
     libraries: dict[str, str] = Field(default_factory=dict)
     plugins: list[PluginEntry] = Field(min_length=1)
     harness_version: str
-    harness_git_sha: str | None = Field(description="None when harness is not run from a git checkout.")
+    harness_git_sha: str | None = Field(
+        description="Commit of the harness checkout, '-dirty' with uncommitted changes; None outside a checkout.")
     provenance: list[dict[str, Any]] = Field(
         default_factory=list, description="Per-run provenance (plugins, hooks, script hashes) when results carry it.")
 
@@ -82,18 +82,6 @@ def _os_name() -> str:
     except OSError:
         pass
     return platform.system()
-
-
-def git_sha() -> str | None:
-    root = Path(__file__).resolve().parents[2]
-    if not (root / ".git").exists():
-        return None
-    try:
-        out = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return out.stdout.strip() or None
 
 
 def collect(pm: pluggy.PluginManager, results: list[BenchmarkResult]) -> dict[str, Any]:
@@ -133,7 +121,7 @@ def collect(pm: pluggy.PluginManager, results: list[BenchmarkResult]) -> dict[st
         "libraries": dict(sorted(libraries.items())),
         "plugins": [{"name": i.name, "version": i.version, "source": i.source} for i in infos.values()],
         "harness_version": __version__,
-        "harness_git_sha": git_sha(),
+        "harness_git_sha": harness_git_sha(),
         "provenance": provenance,
     }
 

@@ -8,7 +8,6 @@ certification.json against the recomputed ones.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -17,8 +16,8 @@ from pydantic import ValidationError
 
 from harness.certify import bundle, signing
 from harness.certify.checks import Check
-from harness.certify.evaluate import evaluate
-from harness.certify.record import Certification
+from harness.certify.evaluate import evaluate, same_figure
+from harness.certify.record import Certification, PointSummary, verdict_lines
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
 class VerifyOutcome:
     integrity: bundle.IntegrityReport
     checks: list[Check] = field(default_factory=list)
-    summaries: list = field(default_factory=list)
+    summaries: list[PointSummary] = field(default_factory=list)
     claim_mismatches: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     certification: Certification | None = None
@@ -41,14 +40,7 @@ class VerifyOutcome:
 
     def lines(self) -> list[str]:
         out = [f"integrity: {self.integrity.describe()}"]
-        for check in self.checks:
-            where = f" [{check.point}]" if check.point else ""
-            out.append(f"{'pass' if check.passed else 'FAIL'} {check.name}{where}: {check.reason}")
-        for summary in self.summaries:
-            if summary.score is not None:
-                cv = f", CV {summary.cv:.2%}" if summary.cv is not None else ""
-                out.append(f"score {summary.label}: {summary.score:,.2f} {summary.unit} (olympic, "
-                           f"recomputed{cv})")
+        out += verdict_lines(self.checks, self.summaries, recomputed=True)
         out += [f"claim: {m}" for m in self.claim_mismatches]
         out += [f"problem: {p}" for p in self.problems]
         if self.certification and self.certification.deviations:
@@ -97,6 +89,6 @@ def _compare_claims(claimed: Certification, evaluation) -> list[str]:
             continue
         for name in ("score", "cv"):
             a, b = getattr(summary, name), getattr(mine_s, name)
-            if (a is None) != (b is None) or (a is not None and not math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-12)):
+            if not same_figure(a, b):
                 out.append(f"certification.json: {summary.label} {name} claimed {a}, recomputed {b}")
     return out

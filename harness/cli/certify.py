@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.certify.scoring import OLYMPIC_MIN
 from harness.cli.options import EnvChoice, EnvOption
 
 EXIT_FAILED = 1
@@ -65,7 +66,7 @@ def register(app: typer.Typer, state) -> None:
         suite: Annotated[str, typer.Option(help="Suite name (see `harness certify suites`) or a suite TOML file.")] = "smoke",
         output: Annotated[Path, typer.Option(help="Folder for the certification folder and bundle.")] = Path("certifications"),
         key: Annotated[Optional[Path], typer.Option(help="Ed25519 private key (PEM) to sign the bundle; unsigned without.")] = None,
-        repeats: Annotated[Optional[int], typer.Option(min=3, help="Repeats per point instead of the suite's (fewer is recorded as a deviation).")] = None,
+        repeats: Annotated[Optional[int], typer.Option(min=OLYMPIC_MIN, help="Repeats per point instead of the suite's (fewer is recorded as a deviation).")] = None,
         framework: Annotated[Optional[str], typer.Option(help="Framework for every point (recorded as a deviation).")] = None,
         set_: Annotated[Optional[list[str]], typer.Option(
             "--set", help="Vendor tuning key=value (repeatable); only keys every case of the suite lets vendors tune, never the measurement window.")] = None,
@@ -74,6 +75,7 @@ def register(app: typer.Typer, state) -> None:
         """Run every point of a suite N times, check every rule, write the report and one
         .tar.gz bundle; the bundle path is the last line of stdout. Exit 0 when every check
         passed, 1 otherwise."""
+        from harness.certify.record import verdict_lines
         from harness.certify.runner import CertifyRequest, run_certification
         from harness.certify.signing import load_private_key
         from harness.certify.suite import load_suite
@@ -85,14 +87,8 @@ def register(app: typer.Typer, state) -> None:
             framework=framework, private_key=private_key, env_mode=env.value,
         ), _progress_observer())
         cert = outcome.certification
-        for check in cert.checks:
-            where = f" [{check.point}]" if check.point else ""
-            typer.echo(f"{'pass' if check.passed else 'FAIL'} {check.name}{where}: {check.reason}")
-        for summary in cert.summaries:
-            if summary.score is not None:
-                typer.echo(f"score {summary.label}: {summary.score:,.2f} {summary.unit} "
-                           f"(CV {summary.cv:.2%})" if summary.cv is not None else
-                           f"score {summary.label}: {summary.score:,.2f} {summary.unit}")
+        for line in verdict_lines(cert.checks, cert.summaries):
+            typer.echo(line)
         typer.echo(f"certification {'PASSED' if cert.passed else 'FAILED'}: report {outcome.folder / 'report.html'}"
                    + ("" if key else " (bundle unsigned: integrity only)"))
         typer.echo(str(outcome.bundle_path))

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from harness.models import CaseSpec, DatasetInfo, ExecutionEnv, LaunchSpec, ResolvedConfig
 
 __all__ = ["RunObserver", "RunReport", "RunRequest", "execute", "plan", "read_log",
-           "run_benchmark"]
+           "replanned", "run_benchmark"]
 
 
 @dataclass
@@ -138,14 +138,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     job_id, node_rank = identity.job_id, identity.node_rank
     endpoint = (rendezvous_endpoint(job_id, identity.master_addr)
                 if config.settings.nnodes > 1 and job_id else None)
-    if config.settings.nnodes > 1:
-        # The job's id names its result, the same on every node; node 0 records the result,
-        # the others a node record in a folder of their own.
-        run_id = f"{job_id}-{case.name}-{framework}-{request.vendor}"
-        if node_rank:
-            run_id += f".node{node_rank}"
-    else:
-        run_id = new_run_id(case.name, framework, request.vendor)
+    run_id = _run_id(case.name, framework, request.vendor, config.settings.nnodes, job_id, node_rank)
     cache_dir = request.cache_dir or default_cache_dir()
     context = RunContext(
         run_id=run_id,
@@ -166,6 +159,24 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     from harness.memory_planner import fit_to_memory
 
     return fit_to_memory(router, context)
+
+
+def _run_id(case: str, framework: str, vendor: str, nnodes: int, job_id: str | None,
+            node_rank: int) -> str:
+    if nnodes > 1:
+        # The job's id names its result, the same on every node; node 0 records the result,
+        # the others a node record in a folder of their own.
+        run_id = f"{job_id}-{case}-{framework}-{vendor}"
+        return run_id + (f".node{node_rank}" if node_rank else "")
+    return new_run_id(case, framework, vendor)
+
+
+def replanned(context: RunContext) -> RunContext:
+    """A planned context for one more run of the same config (a certification's next
+    repeat): the run id and folder plan() would give it, everything else as planned."""
+    run_id = _run_id(context.case.name, context.framework, context.vendor,
+                     context.config.settings.nnodes, context.job_id, context.node_rank)
+    return context.model_copy(update={"run_id": run_id, "run_dir": context.run_dir.with_name(run_id)})
 
 
 def check_paths(request: RunRequest) -> None:

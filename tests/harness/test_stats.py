@@ -8,8 +8,17 @@ from array import array
 import pytest
 
 from harness.stats import (
-    after_warmup, coefficient_of_variation, mean_after_warmup, percentile, spread, step_time_stats,
+    after_warmup, coefficient_of_variation, mean, mean_after_warmup, percentile, spread, stdev,
+    step_time_stats,
 )
+
+
+def test_mean_and_sample_standard_deviation():
+    values = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]
+    assert mean(values) == 5.0 and mean(array("d", [1.0, 2.0])) == 1.5 and mean([]) is None
+    assert stdev(values) == pytest.approx(statistics.stdev(values))
+    assert stdev([3.0]) == 0.0
+    assert coefficient_of_variation(values) == pytest.approx(statistics.stdev(values) / 5.0)
 
 
 def test_warmup_values_are_skipped():

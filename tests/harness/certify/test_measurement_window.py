@@ -36,10 +36,16 @@ def test_locked_keys_exist_in_the_cases():
 
 
 def test_locked_differences_between_configs():
-    base = {"settings": {"max_steps": 30, "skip_steps": 5, "seed": 1, "nproc": 1},
-            "params": {"learning_rate": 1e-3, "hidden_size": 128}}
-    other = {"settings": {**base["settings"], "nproc": 2, "skip_steps": 2},
-             "params": {**base["params"], "learning_rate": 1e-2}}
+    from harness.models import ResolvedConfig
+
+    def config(settings, params):
+        return ResolvedConfig(case="c", model="m", framework="f", vendor="v", settings=settings,
+                              params=params)
+
+    settings = {"max_steps": 30, "skip_steps": 5, "seed": 1, "nproc": 1}
+    params = {"learning_rate": 1e-3, "hidden_size": 128}
+    base = config(settings, params)
+    other = config({**settings, "nproc": 2, "skip_steps": 2}, {**params, "learning_rate": 1e-2})
     assert locked_values(base) == {"max_steps": 30, "skip_steps": 5, "seed": 1, "learning_rate": 1e-3}
     assert locked_differences(other, base) == {"learning_rate": (1e-2, 1e-3), "skip_steps": (2, 5)}
     assert locked_differences(base, base) == {}

@@ -13,10 +13,12 @@ pytestmark = pytest.mark.skipif(
 
 
 def test_certification_report_renders(tmp_path, registry):
+    from harness.certify.evaluate import evaluate
     from harness.certify.report import write_certification_report
 
     folder = unpack(tmp_path)
-    written = write_certification_report(folder, registry)  # rebuilt from the bundle's files
+    # Rebuilt from the bundle's files.
+    written = write_certification_report(folder, evaluate(folder, registry).evidence)
     assert (folder / "report.md").read_text().startswith("# Certification PASSED")
     rendered = render_report(written["html"], tmp_path, "certification-report.png")
     dom = rendered.dom

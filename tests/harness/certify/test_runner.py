@@ -70,3 +70,61 @@ def test_a_vendor_config_moving_the_window_is_refused(tmp_path, tampering_pm):
     assert cert.points[0].run_ids == []  # refused before anything ran
     assert outcome.bundle_path.is_file() and (outcome.folder / "report.html").is_file()
     assert "skip_steps" in (outcome.folder / "report.md").read_text()
+
+
+def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, registry, monkeypatch):
+    """``certify run`` replaying the recorded bundle's runs (execute copies them in): one plan
+    per point with a run of its own per repeat, one parse per log (the evaluation's, which
+    the report reuses), and the recorded verdict."""
+    import shutil
+
+    from harness.certify import evaluate as evaluate_module
+    from harness.certify import runner
+    from harness.certify.record import Certification
+    from harness.certify.suite import Suite, parse_suite_text
+    from harness.models import BenchmarkResult
+    from harness.runner.pipeline import RunReport
+    from tests.harness.certify.fixture_bundle import unpack
+
+    recorded = unpack(tmp_path)
+    claimed = Certification.model_validate_json((recorded / "certification.json").read_text())
+    recorded_runs = iter(claimed.points[0].run_ids)
+    plans, contexts, parsed = [], [], []
+
+    def counting_plan(*args):
+        plans.append(args[2])
+        return real_plan(*args)
+
+    def replay(pm, registry, context, request, observer=None):
+        contexts.append(context)
+        run_id = next(recorded_runs)
+        shutil.copytree(recorded / "runs" / run_id, request.output / run_id)
+        result = BenchmarkResult.model_validate_json((request.output / run_id / "result.json").read_text())
+        return RunReport(result=result, run_dir=request.output / run_id, legacy_path=request.output)
+
+    def counting_stream_log(path, *args, **kwargs):
+        parsed.append(path)
+        return real_stream_log(path, *args, **kwargs)
+
+    real_plan, real_stream_log = runner.plan, evaluate_module.stream_log
+    monkeypatch.setattr(runner, "plan", counting_plan)
+    monkeypatch.setattr(runner, "execute", replay)
+    monkeypatch.setattr(evaluate_module, "stream_log", counting_stream_log)
+    text = (recorded / "suite.toml").read_text()
+    suite = Suite(spec=parse_suite_text(text, "t"), text=text, source=claimed.suite_source)
+    outcome = runner.run_certification(pm, registry, runner.CertifyRequest(
+        suite=suite, vendor="cpu", output=tmp_path / "out"))
+
+    assert len(plans) == 1
+    assert len(contexts) == 3 and len({c.run_id for c in contexts}) == 3
+    assert len({c.run_dir for c in contexts}) == 3 and all(c.run_dir.name == c.run_id for c in contexts)
+    assert all(c.config is contexts[0].config for c in contexts)
+    assert contexts[0].config.sources["max_steps"] == "suite:one"
+    assert len(parsed) == 3 and len(set(parsed)) == 3
+    cert = outcome.certification
+    assert cert.passed == claimed.passed
+    assert [(c.name, c.point, c.passed) for c in cert.checks] == [
+        (c.name, c.point, c.passed) for c in claimed.checks]
+    assert [s.score for s in cert.summaries] == [s.score for s in claimed.summaries]
+    chart = next((outcome.folder / "charts").glob("loss-*.svg")).read_text()
+    assert "repeat 3" in chart  # the report drew every repeat from the evaluation's parse

@@ -24,3 +24,11 @@ def test_a_missing_field_fails(pm):
     assert not verdict.passed and "host.os" in verdict.reason
     description = collect(pm, [])  # no run recorded any accelerator
     assert "accelerators" in check_system(description).reason
+
+
+def test_the_git_commit_is_the_fingerprints(pm, monkeypatch):
+    """One reading of the checkout's commit (``-dirty`` included) for results and certificates."""
+    from harness.certify import sysinfo
+
+    monkeypatch.setattr(sysinfo, "harness_git_sha", lambda: "abc123-dirty", raising=False)
+    assert collect(pm, [])["harness_git_sha"] == "abc123-dirty"

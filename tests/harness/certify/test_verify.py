@@ -99,6 +99,20 @@ def test_a_locked_key_edited_in_a_config_fails_the_rules(tmp_path, capsys):
     assert code == 1 and "FAIL rules" in out and "learning_rate" in out
 
 
+def test_a_config_that_is_no_resolved_config_fails_naming_it(tmp_path, capsys):
+    """config.json is validated where it is read: a malformed one is a failed check naming
+    the file, not a crash of the evaluation."""
+    folder = unpack(tmp_path)
+    config_path = first_run(folder) / "config.json"
+    config = json.loads(config_path.read_text())
+    config["settings"]["max_steps"] = "many"
+    config_path.write_text(json.dumps(config))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
+    rel = config_path.relative_to(folder).as_posix()
+    assert code == 1 and "FAIL integrity" in out and f"{rel}: unreadable (ValidationError)" in out
+    assert "cannot re-evaluate" not in out and "pass rules" in out  # the other runs' configs
+
+
 def test_bad_input_is_exit_2_one_line(tmp_path, capsys):
     not_bundle = tmp_path / "x.tar.gz"
     not_bundle.write_text("not a tarball")
@@ -130,19 +144,38 @@ def test_compare_two_bundles(tmp_path, capsys):
     assert "B/A | beyond noise" in capsys.readouterr().out
 
 
-def test_fewer_repeats_than_the_suite_are_shown_whatever_the_claim_says(tmp_path, capsys):
-    folder = unpack(tmp_path)
-    suite = folder / "suite.toml"
-    suite.write_text(suite.read_text().replace("repeats = 3", "repeats = 4"))
+def _with_suite(folder, edit) -> None:
+    """Edit the bundled suite and name the edited one in certification.json."""
+    from harness.certify.suite import Suite, parse_suite_text
+
+    path = folder / "suite.toml"
+    text = edit(path.read_text())
+    path.write_text(text)
     cert_path = folder / "certification.json"
     cert = json.loads(cert_path.read_text())
-    import hashlib
-
-    cert["suite_sha256"] = hashlib.sha256(suite.read_text().encode()).hexdigest()
+    cert["suite_sha256"] = Suite(spec=parse_suite_text(text, "t"), text=text, source="t").sha256
     cert_path.write_text(json.dumps(cert))
+
+
+def test_fewer_repeats_than_the_suite_are_shown_whatever_the_claim_says(tmp_path, capsys):
+    folder = unpack(tmp_path)
+    _with_suite(folder, lambda text: text.replace("repeats = 3", "repeats = 4"))
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
     # A reduced repeat count is allowed (--repeats) but always shown, recomputed from the suite.
     assert code == 0 and "3 repeats per point instead of the suite's 4" in out
+
+
+def test_the_repeats_deviation_reads_as_certify_run_records_it(tmp_path, capsys):
+    from harness.certify.suite import parse_suite_text, repeats_deviation
+
+    folder = unpack(tmp_path)
+    _with_suite(folder, lambda text: text.replace('kind = "smoke"', 'kind = "full"')
+                .replace("repeats = 3", "repeats = 5"))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
+    suite = parse_suite_text((folder / "suite.toml").read_text(), "t").suite
+    recorded = repeats_deviation(3, suite)
+    assert recorded == "3 repeats per point instead of the suite's 5 (below the full minimum of 5)"
+    assert code == 0 and recorded in out
 
 
 def test_a_moved_warm_up_window_in_a_result_fails(tmp_path, capsys):
@@ -155,3 +188,13 @@ def test_a_moved_warm_up_window_in_a_result_fails(tmp_path, capsys):
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
     rel = result_path.relative_to(folder).as_posix()
     assert code == 1 and f"{rel}: its config does not hash to its config_hash" in out
+
+
+def test_the_verdict_lines_are_the_ones_certify_run_prints(registry):
+    from harness.certify.record import verdict_lines
+    from harness.certify.verify import verify_bundle
+
+    outcome = verify_bundle(BUNDLE, registry)
+    lines = verdict_lines(outcome.checks, outcome.summaries, recomputed=True)
+    assert outcome.lines()[1:1 + len(lines)] == lines
+    assert any("(olympic, recomputed, CV " in line for line in lines)

@@ -69,3 +69,16 @@ def test_plan_returns_the_repeat_count_and_leaves_the_request_alone(tmp_path):
     # --repeat given: it wins over the case string's field.
     request = dataclasses.replace(request, repeat=2)
     assert plan(pm, Registry.from_plugins(pm), request).repeats == 2
+
+
+def test_replanned_is_another_run_of_the_same_plan(planner, monkeypatch):
+    from harness.runner.pipeline import replanned
+
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    first = planner(vendor="cpu")
+    again = replanned(first)
+    assert again.run_id != first.run_id and again.run_dir == first.run_dir.with_name(again.run_id)
+    assert again.config == first.config and again.devices == first.devices
+    # A multi-node job's run id is the job's, as plan() names it.
+    job = planner(vendor="fakegpu", nnodes=2, job_id="job7", node_rank=1)
+    assert replanned(job).run_id == job.run_id == "job7-gpt3_1.3B-pytorch-fakegpu.node1"
