@@ -81,6 +81,9 @@ def unsupported_reason(context: RunContext) -> str | None:
         return "the Paddle plugin trains fp32, fp16 or bf16, not fp8"
     if context.config.settings.precision == "fp16" and context.devices.kind == "cpu":
         return "Paddle fp16 training needs a GPU (on the CPU use bf16 or fp32)"
+    if context.config.params.get("compile"):
+        return ("compile=true: the Paddle plugin runs its models in dygraph (no paddle.jit.to_static); "
+                "run it with compile=false")
     try:
         _layout_json(context)
         if context.env_mode != "current":

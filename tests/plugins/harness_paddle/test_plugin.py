@@ -56,3 +56,13 @@ def test_unsupported_reasons(unsupported_reasons):
     with pytest.raises(UnavailableError, match="vendor 'cpu' has no fp16"):
         reasons(precision="fp16")
     assert any("need GPUs" in r for r in reasons(nproc=2, set_pairs=["tensor_parallel_degree=2"]))
+
+
+@pytest.mark.parametrize("case", ["mobilenet_v1", "bert_base_seq128", "gpt3_125M"])
+def test_compile_is_refused_not_ignored(unsupported_reasons, case):
+    """The Paddle scripts run dygraph whatever compile says: a compiled run would be recorded
+    with a setting it never had."""
+    assert unsupported_reasons(case, "paddle") == []
+    assert unsupported_reasons(case, "paddle", set_pairs=["compile=true"]) == [
+        "compile=true: the Paddle plugin runs its models in dygraph (no paddle.jit.to_static); "
+        "run it with compile=false"]
