@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import metadata, util
 from pathlib import Path
@@ -151,14 +150,13 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     from harness_cases.gpt_flops import gpt_flops_per_token
 
     flops = gpt_flops_per_token(context.config.params).per_unit
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
+    from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
     # The script reads the data through the torch GPT dataset it shares with the PyTorch
     # plugin's script, so both frameworks read the same tokens in the same order.
-    path = os.pathsep.join(filter(None, [str(SHARED_SCRIPTS_DIR), os.environ.get("PYTHONPATH")]))
     launch_env = {
         **env.env,
-        "PYTHONPATH": path,
+        "PYTHONPATH": scripts_pythonpath(),
         # Megatron-core orders tensor-parallel communication after compute on one stream
         # queue; sequence parallelism requires it.
         "CUDA_DEVICE_MAX_CONNECTIONS": "1",

@@ -7,7 +7,6 @@ node through a kvstore (``device`` on GPUs, ``local`` on CPUs).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness import hookimpl
@@ -85,13 +84,13 @@ def unsupported_reason(context: RunContext) -> str | None:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
+    from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
     settings = context.config.settings  # one node: unsupported_reason refused more, before this
     model = context.case.model
     argv = [env.python, str(TRAIN_SCRIPTS[model]), "--config", str(context.run_dir / "config.json"),
             "--data", dataset.path, "--model", model]
-    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
+    variables = {**env.env, "PYTHONPATH": scripts_pythonpath(SCRIPTS)}
     if context.devices.kind == "cpu":
         # One process drives every CPU "device" of the run: it gets all the cores.
         variables["OMP_NUM_THREADS"] = str(usable_cores())

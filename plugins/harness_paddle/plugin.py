@@ -7,7 +7,6 @@ one process or under ``python -m paddle.distributed.launch`` for several.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness import hookimpl
@@ -114,7 +113,7 @@ def _data_argument(context: RunContext, dataset: DatasetInfo) -> str:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
+    from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
     settings = context.config.settings
     model = context.case.model
@@ -136,7 +135,7 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
                      # like torchrun's: a lost rank ends the job on every node, no restarts
                      "--max_restart", "0"]
         argv += script_args
-    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
+    variables = {**env.env, "PYTHONPATH": scripts_pythonpath(SCRIPTS)}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format="paddleclas" if model in CNN_MODELS else "paddlenlp",
                       description=f"paddle {env.framework_version}",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import os
 from importlib import metadata
 from pathlib import Path
 
@@ -101,12 +100,11 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
         argv = [env.python, "-m", "torch.distributed.run", f"--nproc-per-node={settings.nproc}"]
         argv += torchrun_node_arguments(context)
         argv += script_args
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
+    from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
     # The scripts import the framework-neutral modules of harness_cases (dataset readers, the
-    # learning-rate schedule); packages the user put on PYTHONPATH stay visible behind them.
-    path = [str(SCRIPTS), str(SHARED_SCRIPTS_DIR), os.environ.get("PYTHONPATH", "")]
-    variables = {**env.env, "PYTHONPATH": os.pathsep.join(filter(None, path))}
+    # learning-rate schedule).
+    variables = {**env.env, "PYTHONPATH": scripts_pythonpath(SCRIPTS)}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format=LOG_FORMATS.get(model, "megatron"),
                       description=f"torch {env.framework_version}",
