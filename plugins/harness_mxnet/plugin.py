@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harness import hookimpl
 from harness.envs import EnvSpec
-from harness.envs.prepare import current_env, isolated_env
+from harness.envs.prepare import current_env, isolated_env, vendor_env_spec
 from harness.errors import UnavailableError
 from harness.launch import usable_cores
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
@@ -43,23 +43,12 @@ def register_frameworks(register) -> None:
     ))
 
 
-def requirement_spec(vendor: str) -> EnvSpec:
-    try:
-        return REQUIREMENTS[vendor]
-    except KeyError:
-        raise UnavailableError(
-            f"the MXNet plugin has no MXNet build for vendor {vendor!r} (it knows "
-            f"{', '.join(sorted(REQUIREMENTS))}); install the vendor's MXNet build and run with "
-            "--env current"
-        ) from None
-
-
 @hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
     if context.env_mode == "current":
         package = "mxnet-cu112" if context.devices.kind == "gpu" else "mxnet"
         return current_env(context, package, ("numpy",))
-    spec = requirement_spec(context.vendor)
+    spec = vendor_env_spec(REQUIREMENTS, context.vendor, "MXNet")
     return isolated_env(context, spec, spec.requirements[0].split("==")[0])
 
 
@@ -77,8 +66,11 @@ def unsupported_reason(context: RunContext) -> str | None:
     if settings.nnodes > 1:
         return ("the MXNet plugin trains on one node (kvstore device/local); multi-node dist_sync "
                 "needs a parameter-server launch it does not do")
-    if context.env_mode != "current" and context.vendor not in REQUIREMENTS:
-        return f"no MXNet build known for vendor {context.vendor!r}; use --env current"
+    if context.env_mode != "current":
+        try:
+            vendor_env_spec(REQUIREMENTS, context.vendor, "MXNet")
+        except UnavailableError as exc:
+            return str(exc)
     return None
 
 

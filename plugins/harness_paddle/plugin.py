@@ -11,8 +11,7 @@ from pathlib import Path
 
 from harness import hookimpl
 from harness.envs import EnvSpec
-from harness.envs.prepare import current_env, isolated_env
-from harness.errors import UnavailableError
+from harness.envs.prepare import current_env, isolated_env, vendor_env_spec
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
@@ -49,24 +48,13 @@ def register_frameworks(register) -> None:
     ))
 
 
-def requirement_spec(vendor: str) -> EnvSpec:
-    try:
-        return REQUIREMENTS[vendor]
-    except KeyError:
-        raise UnavailableError(
-            f"the Paddle plugin has no Paddle build for vendor {vendor!r} (it knows "
-            f"{', '.join(sorted(REQUIREMENTS))}); install the vendor's Paddle build and run with "
-            "--env current"
-        ) from None
-
-
 @hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
     _layout_json(context)  # refuse a layout this device cannot run before building anything
     if context.env_mode == "current":
         package = "paddlepaddle-gpu" if context.devices.kind == "gpu" else "paddlepaddle"
         return current_env(context, package, ("numpy", "h5py"))
-    spec = requirement_spec(context.vendor)
+    spec = vendor_env_spec(REQUIREMENTS, context.vendor, "Paddle")
     return isolated_env(context, spec, spec.requirements[0].split("==")[0],
                         variables={"GLOG_minloglevel": "2"})
 
@@ -86,7 +74,7 @@ def unsupported_reason(context: RunContext) -> str | None:
     try:
         _layout_json(context)
         if context.env_mode != "current":
-            requirement_spec(context.vendor)
+            vendor_env_spec(REQUIREMENTS, context.vendor, "Paddle")
     except HarnessError as exc:
         return str(exc)
     return None

@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import resource
 import sys
 import time
 
@@ -28,6 +27,7 @@ from mxnet import autograd, gluon
 
 from image_records import ImageRecords
 from lr_schedule import lr_at
+from memory_line import memory_line, process_peak_rss_mb
 from mxnet_models import build_model, trainable_parameters
 from readback import print_readback
 
@@ -204,8 +204,7 @@ def main() -> int:
         log(f"[Epoch {epoch}] speed: {int(epoch_samples / elapsed)} samples/sec\ttime cost: {elapsed:f}")
         epoch += 1
     if device == "cpu":
-        log(f"> peak memory (MB): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} "
-            "(process max RSS)")
+        log("> " + memory_line(process_peak_rss_mb(), "process max RSS"))
     log("> training finished")
     return 0
 

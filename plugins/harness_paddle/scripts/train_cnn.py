@@ -22,7 +22,7 @@ from image_records import ImageRecords
 from lr_schedule import lr_at
 from readback import print_readback
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, fail, load_config, log,
-                           memory_fields, peak_rss_mb)
+                           finish, memory_fields)
 
 
 class RecordDataset(paddle.io.Dataset):
@@ -162,10 +162,7 @@ def main() -> int:
                     f"loss: {avg_loss:.5f}, batch_cost: {avg_batch:.5f}s, reader_cost: {reader_cost / n:.5f}, "
                     f"ips: {mbs * accum / avg_batch:.5f} images/sec" + memory_fields(rt.device))
             interval_loss = reader_cost = batch_cost = top1 = top5 = 0.0
-    if rt.rank == 0:
-        if rt.device != "gpu":  # gpu: the allocator figures of the step lines
-            log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
-        log("> training finished")
+    finish(rt)
     return 0
 
 

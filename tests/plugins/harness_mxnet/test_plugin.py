@@ -33,19 +33,3 @@ def test_multi_node_is_refused_before_launch(unsupported_reasons, monkeypatch):
     [reason] = unsupported_reasons("mobilenet_v1", "mxnet", nproc=1, nnodes=2)
     assert reason.startswith("the MXNet plugin trains on one node")
 
-
-def test_launch_keeps_the_callers_pythonpath_behind_its_own(tmp_path, monkeypatch):
-    import sys
-
-    from harness.models import DatasetInfo, ExecutionEnv
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
-    from harness_mxnet import plugin
-    from tests.plugins.conftest import plan_context
-
-    monkeypatch.setenv("PYTHONPATH", "/opt/site-extra")
-    context = plan_context(tmp_path, "mobilenet_v1", "mxnet")
-    env = ExecutionEnv(python=sys.executable, framework="mxnet")
-    dataset = DatasetInfo(kind="images-uint8", path=str(tmp_path), files=["images.bin"], synthesized=True)
-    launch = plugin.run(context=context, env=env, dataset=dataset)
-    assert launch.env["PYTHONPATH"].split(":") == [str(plugin.SCRIPTS), str(SHARED_SCRIPTS_DIR),
-                                                   "/opt/site-extra"]

@@ -24,13 +24,6 @@ def test_failed_environment_install_exits_2_with_installer_lines(monkeypatch, tm
     assert [p for p in envs.iterdir() if p.is_dir()] == []  # nothing half-built is left
 
 
-def test_unknown_vendor_has_no_requirement_set():
-    from harness.errors import UnavailableError
-
-    with pytest.raises(UnavailableError, match="--env current"):
-        paddle_plugin.requirement_spec("somechip")
-
-
 def test_env_current_needs_paddle_in_this_interpreter(monkeypatch, tmp_path, capsys):
     pytest.importorskip("torch")  # this interpreter is the harness's: paddle is not in it
     from importlib import util
@@ -67,19 +60,3 @@ def test_compile_is_refused_not_ignored(unsupported_reasons, case):
         "compile=true: the Paddle plugin runs its models in dygraph (no paddle.jit.to_static); "
         "run it with compile=false"]
 
-
-def test_launch_keeps_the_callers_pythonpath_behind_its_own(tmp_path, monkeypatch):
-    import sys
-
-    from harness.models import DatasetInfo, ExecutionEnv
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
-    from harness_paddle import plugin
-    from tests.plugins.conftest import plan_context
-
-    monkeypatch.setenv("PYTHONPATH", "/opt/site-extra")
-    context = plan_context(tmp_path, "mobilenet_v1", "paddle")
-    env = ExecutionEnv(python=sys.executable, framework="paddle")
-    dataset = DatasetInfo(kind="images-uint8", path=str(tmp_path), files=["images.bin"], synthesized=True)
-    launch = plugin.run(context=context, env=env, dataset=dataset)
-    assert launch.env["PYTHONPATH"].split(":") == [str(plugin.SCRIPTS), str(SHARED_SCRIPTS_DIR),
-                                                   "/opt/site-extra"]
