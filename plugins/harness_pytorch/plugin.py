@@ -138,14 +138,21 @@ def memory_plan(context: RunContext, device_memory_bytes: int):
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
     """What the PyTorch scripts would refuse on this machine, said before anything runs: a
-    vendor whose device backend has no torch entry, and the GPT script's precision and
-    optimizer-placement rules."""
+    vendor whose device backend has no torch entry, the BERT script's measured window, and the
+    GPT script's precision and optimizer-placement rules."""
     from harness.errors import HarnessError
 
     try:
         torch_device(context.vendor, context.config.device)
     except HarnessError as exc:
         return str(exc)
+    settings = context.config.settings
+    if context.case.model == "bert" and settings.max_steps <= settings.skip_steps:
+        # train_bert.py's own throughput (training_sequences_per_second, the result) times the
+        # steps after the warm-up: without one it would divide a step's samples by the whole run.
+        return (f"max_steps={settings.max_steps} leaves no step after the skip_steps="
+                f"{settings.skip_steps} warm-up steps, which the BERT throughput leaves out; "
+                f"run more than {settings.skip_steps} steps")
     if context.config.settings.precision == "fp8":
         if context.case.model != "gpt":
             return "fp8 training is implemented for the GPT cases only (torchao float8)"
