@@ -14,8 +14,10 @@ the first four once per run, the last three once per repeat (``--repeat N``)::
     discover_devices -> vendor_case_config -> prepare_env -> prepare_data
         -> (run -> execute -> parse_log) x N
 
-then ``model_flops`` and ``device_peak_flops`` once for the efficiency (MFU). ``harness
-sweep`` asks ``unsupported_reason`` before it runs a point.
+then ``model_flops`` and ``device_peak_flops`` once for the efficiency (MFU). Before any of
+the workflow hooks, ``harness run``, ``harness sweep`` (for each point) and ``harness certify``
+ask ``unsupported_reason``; a reason given ends the run, or skips the point, before anything
+is launched.
 
 Who is called. The registration hooks go to every plugin. A workflow hook goes only to the
 plugins that own what it is about, which the core learns from the registrations:
@@ -407,11 +409,13 @@ def execute(
 def unsupported_reason(context: RunContext) -> str | None:
     """Say why this planned run cannot run on this machine, or return ``None``.
 
-    ``harness sweep`` asks every plugin before it runs a point of its matrix and lists the
-    point as skipped with the reasons given, instead of running it to a failure: e.g. a
-    precision the device lacks (bf16 on a pre-Ampere GPU) or the framework has no kernels
-    for on this device. Called on the plugins that registered the run's framework and
-    vendor. Not ``firstresult``: every reason given is reported.
+    Asked before anything is launched, so that nothing runs to a failure: ``harness run``
+    refuses the run in one line (exit 2) with the reasons given, ``harness certify`` records
+    them as the point's error, and ``harness sweep`` lists the point of its matrix as skipped
+    with them. E.g. a precision the device lacks (bf16 on a pre-Ampere GPU) or the framework
+    has no kernels for on this device, or a setting the training script would ignore. Called
+    on the plugins that registered the run's framework and vendor. Not ``firstresult``: every
+    reason given is reported.
 
     Example::
 

@@ -28,6 +28,20 @@ def _logger(run_dir: Path):
     return log
 
 
+def vendor_env_spec(specs: dict[str, EnvSpec], vendor: str, framework: str) -> EnvSpec:
+    """A framework plugin's ``EnvSpec`` for ``vendor`` (its build of the framework for that
+    vendor's devices); for a vendor it has none for, ``UnavailableError`` naming the vendors
+    it knows and ``--env current``."""
+    try:
+        return specs[vendor]
+    except KeyError:
+        raise UnavailableError(
+            f"the {framework} plugin has no {framework} build for vendor {vendor!r} (it knows "
+            f"{', '.join(sorted(specs))}); install the vendor's {framework} build and run with "
+            "--env current"
+        ) from None
+
+
 def current_env(context: RunContext, framework_package: str, key_packages: tuple[str, ...] = ()
                 ) -> ExecutionEnv:
     """The running interpreter, which must already have the framework (``--env current``)."""

@@ -12,17 +12,15 @@ neighbours and a true next sentence continues its phrase, as in real text.
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
 
+from harness_cases.atomic_folder import ensure_folder
+from harness_cases.shared_scripts.bert_hdf5 import FIELDS  # the reader's: one list of datasets
+
 PAD, UNK, CLS, SEP, MASK = 0, 100, 101, 102, 103  # the bert-base-uncased special ids
 FIRST_WORD_ID = 104
-FIELDS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
-          "next_sentence_labels")
 
 
 def dataset_name(vocab_size: int, seq_len: int, max_pred: int, num_samples: int, seed: int) -> str:
@@ -89,22 +87,12 @@ def ensure_bert_dataset(root: Path, vocab_size: int, seq_len: int, max_pred: int
     import h5py
 
     name = dataset_name(vocab_size, seq_len, max_pred, num_samples, seed)
-    target = root / "bert-hdf5" / name
     files = ["training_0.hdf5"]
-    if all((target / f).exists() for f in files):
-        return target, files, False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{name}."))
-    try:
+
+    def write(folder: Path) -> None:
         data = synthesize(vocab_size, seq_len, max_pred, num_samples, seed)
-        with h5py.File(staging / files[0], "w") as handle:
+        with h5py.File(folder / files[0], "w") as handle:
             for key in FIELDS:
                 handle.create_dataset(key, data=data[key], compression="gzip", compression_opts=1)
-        try:
-            os.replace(staging, target)
-        except OSError:  # another process finished first: keep theirs
-            shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target, files, True
+
+    return ensure_folder(root / "bert-hdf5" / name, files, write)

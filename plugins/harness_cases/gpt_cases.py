@@ -76,8 +76,8 @@ def gpt3_case(name: str) -> CaseSpec:
             "offload": "none",
             # "model": fp32 parameters cast by autocast in every micro-batch; "optimizer":
             # compute-dtype parameters and residual stream, fp32 master weights and gradient
-            # accumulation kept by the optimizer (Megatron-LM's bf16 layout, which the
-            # Megatron-core plugin always uses; one device).
+            # accumulation kept by the optimizer (Megatron-LM's bf16 layout; the PyTorch plugin
+            # runs it on one device, the Megatron-core plugin in bf16/fp16 only).
             "master_weights": "model",
             "sharding_stage": 0, "sharding_degree": 0,
             "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,

@@ -7,12 +7,11 @@ token ids of all documents; ``<prefix>_idx.npz`` holds ``lens`` (tokens per docu
 
 from __future__ import annotations
 
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from harness_cases.atomic_folder import ensure_folder
 
 DEFAULT_TOKENS = 1 << 22  # 4M tokens: plenty for smoke runs; longer runs wrap into epochs
 
@@ -127,24 +126,14 @@ def ensure_gpt_dataset(root: Path, vocab_size: int, seed: int,
                        num_tokens: int = DEFAULT_TOKENS) -> tuple[Path, list[str], bool]:
     """Return (folder, files, synthesized_now). Writes atomically: a folder rename."""
     prefix = dataset_prefix(vocab_size, num_tokens, seed)
-    target = root / "gpt-npy" / prefix
     files = [f"{prefix}_ids.npy", f"{prefix}_idx.npz"]
-    if all((target / f).exists() for f in files):
-        return target, files, False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{prefix}."))
-    try:
+
+    def write(folder: Path) -> None:
         tokens, lens = synthesize_tokens(vocab_size, num_tokens, seed)
-        np.save(staging / files[0], tokens)
-        np.savez(staging / files[1], lens=lens, docs=np.arange(len(lens) + 1, dtype=np.int64))
-        try:
-            os.replace(staging, target)
-        except OSError:  # another process finished first: keep theirs
-            shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target, files, True
+        np.save(folder / files[0], tokens)
+        np.savez(folder / files[1], lens=lens, docs=np.arange(len(lens) + 1, dtype=np.int64))
+
+    return ensure_folder(root / "gpt-npy" / prefix, files, write)
 
 
 def find_real_gpt_dataset(root: Path) -> tuple[Path, list[str]] | None:

@@ -13,12 +13,11 @@ scaled up to the image) on which every image adds noise and a random shift.
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import numpy as np
+
+from harness_cases.atomic_folder import ensure_folder
 
 IMAGES_FILE = "images.bin"
 META_FILE = "meta.json"
@@ -61,23 +60,12 @@ def ensure_image_dataset(root: Path, image_size: int, num_classes: int, num_samp
                          seed: int) -> tuple[Path, list[str], bool]:
     """Return (folder, files, synthesized_now); the folder appears atomically (a rename)."""
     name = dataset_name(image_size, num_classes, num_samples, seed)
-    target = root / "images-uint8" / name
-    files = [IMAGES_FILE, META_FILE]
-    if all((target / f).exists() for f in files):
-        return target, files, False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{name}."))
-    try:
-        write_images(staging / IMAGES_FILE, image_size, num_classes, num_samples, seed)
+
+    def write(folder: Path) -> None:
+        write_images(folder / IMAGES_FILE, image_size, num_classes, num_samples, seed)
         meta = {"format": "uint16 label + uint8 CHW pixels per record", "image_size": image_size,
                 "channels": 3, "record_bytes": record_bytes(image_size), "num_classes": num_classes,
                 "num_samples": num_samples, "seed": seed}
-        (staging / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-        try:
-            os.replace(staging, target)
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return target, files, True
+        (folder / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+    return ensure_folder(root / "images-uint8" / name, [IMAGES_FILE, META_FILE], write)

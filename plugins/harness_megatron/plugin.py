@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from importlib import metadata, util
 from pathlib import Path
@@ -68,7 +67,51 @@ def unsupported_reason(context: RunContext) -> str | None:
         return (f"attention_backend={attention}: the Megatron-core plugin runs attention through "
                 f"{' or '.join(MEGATRON_ATTENTION)} (scaled_dot_product_attention's own kernel "
                 "choice, or Megatron-core's local attention)")
-    return _needs_nvidia_gpus(context)
+    return _master_weights_refusal(context) or _layout_refusal(context) or _needs_nvidia_gpus(context)
+
+
+def _master_weights_refusal(context: RunContext) -> str | None:
+    """Megatron-core decides where the fp32 master weights live from the precision alone: in
+    bf16/fp16 its Float16Module holds compute-dtype weights and the optimizer the fp32 masters
+    (``master_weights=optimizer``); in fp32 the model's own parameters are the masters
+    (``master_weights=model``). A case parameter asking for the other is refused."""
+    asked = context.config.params.get("master_weights")
+    if asked is None:  # the matrix cases have no such key
+        return None
+    precision = context.config.settings.precision
+    held = "model" if precision == "fp32" else "optimizer"
+    if str(asked) == held:
+        return None
+    return (f"master_weights={asked}: in {precision} Megatron-core keeps the fp32 master weights "
+            f"in {'the model (fp32 parameters)' if held == 'model' else 'its optimizer'}; "
+            f"run it with master_weights={held}")
+
+
+def _layout_refusal(context: RunContext) -> str | None:
+    """The process layout the script would refuse after launch, said before: a matrix case's
+    name fixes dp x tp x pp, and tp x pp must divide the world size, the layers (pp) and the
+    heads and vocabulary (tp)."""
+    from harness_megatron.case_names import parse_case_name
+
+    world = context.config.settings.world_size
+    try:
+        case = parse_case_name(context.case.name)
+    except UserInputError:
+        pass  # not a matrix case (e.g. gpt3_1.3B): any world size the degrees divide
+    else:
+        if world != case.world_size:
+            return (f"case {case.name} is dp {case.dp} x tp {case.tp} x pp {case.pp} = "
+                    f"{case.world_size} GPUs; this run has {world} (--nproc/--nnodes). "
+                    "Pick a case whose layout fits.")
+    p = context.config.params
+    tp = int(p.get("tensor_parallel_degree", 1) or 1)
+    pp = int(p.get("pipeline_parallel_degree", 1) or 1)
+    if world % (tp * pp):
+        return f"world size {world} is not a multiple of tensor parallel {tp} x pipeline parallel {pp}"
+    if p["num_layers"] % pp or p["num_heads"] % tp or p["vocab_size"] % tp:
+        return (f"{p['num_layers']} layers / {p['num_heads']} heads / vocab {p['vocab_size']} "
+                f"do not divide into pipeline parallel {pp} / tensor parallel {tp}")
+    return None
 
 
 @hookimpl
@@ -90,22 +133,6 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
                         description="current interpreter")
 
 
-def check_layout(context: RunContext) -> None:
-    """A matrix case's name fixes dp x tp x pp: refuse a world size that differs from it."""
-    from harness_megatron.case_names import parse_case_name
-
-    try:
-        case = parse_case_name(context.case.name)
-    except UserInputError:
-        return  # not a matrix case (e.g. gpt3_1.3B): any world size the degrees divide
-    world = context.config.settings.world_size
-    if world != case.world_size:
-        raise UserInputError(
-            f"case {case.name} is dp {case.dp} x tp {case.tp} x pp {case.pp} = {case.world_size} "
-            f"GPUs; this run has {world} (--nproc/--nnodes). Pick a case whose layout fits."
-        )
-
-
 def build_argv(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo,
                flops_per_token: float) -> list[str]:
     """torchrun (even for one GPU: Megatron-core always initialises torch.distributed)."""
@@ -120,18 +147,16 @@ def build_argv(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo,
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    check_layout(context)
     from harness_cases.gpt_flops import gpt_flops_per_token
 
     flops = gpt_flops_per_token(context.config.params).per_unit
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
+    from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
     # The script reads the data through the torch GPT dataset it shares with the PyTorch
     # plugin's script, so both frameworks read the same tokens in the same order.
-    path = os.pathsep.join(filter(None, [str(SHARED_SCRIPTS_DIR), os.environ.get("PYTHONPATH")]))
     launch_env = {
         **env.env,
-        "PYTHONPATH": path,
+        "PYTHONPATH": scripts_pythonpath(),
         # Megatron-core orders tensor-parallel communication after compute on one stream
         # queue; sequence parallelism requires it.
         "CUDA_DEVICE_MAX_CONNECTIONS": "1",

@@ -7,12 +7,11 @@ node through a kvstore (``device`` on GPUs, ``local`` on CPUs).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness import hookimpl
 from harness.envs import EnvSpec
-from harness.envs.prepare import current_env, isolated_env
+from harness.envs.prepare import current_env, isolated_env, vendor_env_spec
 from harness.errors import UnavailableError
 from harness.launch import usable_cores
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
@@ -44,23 +43,12 @@ def register_frameworks(register) -> None:
     ))
 
 
-def requirement_spec(vendor: str) -> EnvSpec:
-    try:
-        return REQUIREMENTS[vendor]
-    except KeyError:
-        raise UnavailableError(
-            f"the MXNet plugin has no MXNet build for vendor {vendor!r} (it knows "
-            f"{', '.join(sorted(REQUIREMENTS))}); install the vendor's MXNet build and run with "
-            "--env current"
-        ) from None
-
-
 @hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
     if context.env_mode == "current":
         package = "mxnet-cu112" if context.devices.kind == "gpu" else "mxnet"
         return current_env(context, package, ("numpy",))
-    spec = requirement_spec(context.vendor)
+    spec = vendor_env_spec(REQUIREMENTS, context.vendor, "MXNet")
     return isolated_env(context, spec, spec.requirements[0].split("==")[0])
 
 
@@ -72,25 +60,29 @@ def unsupported_reason(context: RunContext) -> str | None:
         return f"MXNet 1.9 Gluon Trainer trains fp32 or fp16, not {settings.precision}"
     if settings.precision == "fp16" and context.devices.kind == "cpu":
         return "MXNet fp16 training needs a GPU"
+    if context.config.params.get("compile"):
+        return ("compile=true: the MXNet plugin has no compile step (its Gluon models always run "
+                "hybridized); run it with compile=false")
     if settings.nnodes > 1:
-        return "the MXNet plugin trains on one node (multi-node needs a parameter-server launch)"
-    if context.env_mode != "current" and context.vendor not in REQUIREMENTS:
-        return f"no MXNet build known for vendor {context.vendor!r}; use --env current"
+        return ("the MXNet plugin trains on one node (kvstore device/local); multi-node dist_sync "
+                "needs a parameter-server launch it does not do")
+    if context.env_mode != "current":
+        try:
+            vendor_env_spec(REQUIREMENTS, context.vendor, "MXNet")
+        except UnavailableError as exc:
+            return str(exc)
     return None
 
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
+    from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
-    settings = context.config.settings
-    if settings.nnodes > 1:
-        raise UnavailableError("the MXNet plugin trains on one node (kvstore device/local); "
-                               "multi-node dist_sync needs a parameter-server launch it does not do")
+    settings = context.config.settings  # one node: unsupported_reason refused more, before this
     model = context.case.model
     argv = [env.python, str(TRAIN_SCRIPTS[model]), "--config", str(context.run_dir / "config.json"),
             "--data", dataset.path, "--model", model]
-    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
+    variables = {**env.env, "PYTHONPATH": scripts_pythonpath(SCRIPTS)}
     if context.devices.kind == "cpu":
         # One process drives every CPU "device" of the run: it gets all the cores.
         variables["OMP_NUM_THREADS"] = str(usable_cores())

@@ -7,13 +7,11 @@ one process or under ``python -m paddle.distributed.launch`` for several.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from harness import hookimpl
 from harness.envs import EnvSpec
-from harness.envs.prepare import current_env, isolated_env
-from harness.errors import UnavailableError
+from harness.envs.prepare import current_env, isolated_env, vendor_env_spec
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 
@@ -50,24 +48,13 @@ def register_frameworks(register) -> None:
     ))
 
 
-def requirement_spec(vendor: str) -> EnvSpec:
-    try:
-        return REQUIREMENTS[vendor]
-    except KeyError:
-        raise UnavailableError(
-            f"the Paddle plugin has no Paddle build for vendor {vendor!r} (it knows "
-            f"{', '.join(sorted(REQUIREMENTS))}); install the vendor's Paddle build and run with "
-            "--env current"
-        ) from None
-
-
 @hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
     _layout_json(context)  # refuse a layout this device cannot run before building anything
     if context.env_mode == "current":
         package = "paddlepaddle-gpu" if context.devices.kind == "gpu" else "paddlepaddle"
         return current_env(context, package, ("numpy", "h5py"))
-    spec = requirement_spec(context.vendor)
+    spec = vendor_env_spec(REQUIREMENTS, context.vendor, "Paddle")
     return isolated_env(context, spec, spec.requirements[0].split("==")[0],
                         variables={"GLOG_minloglevel": "2"})
 
@@ -81,10 +68,13 @@ def unsupported_reason(context: RunContext) -> str | None:
         return "the Paddle plugin trains fp32, fp16 or bf16, not fp8"
     if context.config.settings.precision == "fp16" and context.devices.kind == "cpu":
         return "Paddle fp16 training needs a GPU (on the CPU use bf16 or fp32)"
+    if context.config.params.get("compile"):
+        return ("compile=true: the Paddle plugin runs its models in dygraph (no paddle.jit.to_static); "
+                "run it with compile=false")
     try:
         _layout_json(context)
         if context.env_mode != "current":
-            requirement_spec(context.vendor)
+            vendor_env_spec(REQUIREMENTS, context.vendor, "Paddle")
     except HarnessError as exc:
         return str(exc)
     return None
@@ -111,7 +101,7 @@ def _data_argument(context: RunContext, dataset: DatasetInfo) -> str:
 
 @hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
+    from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
     settings = context.config.settings
     model = context.case.model
@@ -133,7 +123,7 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
                      # like torchrun's: a lost rank ends the job on every node, no restarts
                      "--max_restart", "0"]
         argv += script_args
-    variables = {**env.env, "PYTHONPATH": os.pathsep.join([str(SCRIPTS), str(SHARED_SCRIPTS_DIR)])}
+    variables = {**env.env, "PYTHONPATH": scripts_pythonpath(SCRIPTS)}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format="paddleclas" if model in CNN_MODELS else "paddlenlp",
                       description=f"paddle {env.framework_version}",

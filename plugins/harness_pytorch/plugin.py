@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import os
 from importlib import metadata
 from pathlib import Path
 
@@ -101,12 +100,11 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
         argv = [env.python, "-m", "torch.distributed.run", f"--nproc-per-node={settings.nproc}"]
         argv += torchrun_node_arguments(context)
         argv += script_args
-    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR, launch_scripts
+    from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
     # The scripts import the framework-neutral modules of harness_cases (dataset readers, the
-    # learning-rate schedule); packages the user put on PYTHONPATH stay visible behind them.
-    path = [str(SCRIPTS), str(SHARED_SCRIPTS_DIR), os.environ.get("PYTHONPATH", "")]
-    variables = {**env.env, "PYTHONPATH": os.pathsep.join(filter(None, path))}
+    # learning-rate schedule).
+    variables = {**env.env, "PYTHONPATH": scripts_pythonpath(SCRIPTS)}
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format=LOG_FORMATS.get(model, "megatron"),
                       description=f"torch {env.framework_version}",
@@ -140,14 +138,21 @@ def memory_plan(context: RunContext, device_memory_bytes: int):
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
     """What the PyTorch scripts would refuse on this machine, said before anything runs: a
-    vendor whose device backend has no torch entry, and the GPT script's precision and
-    optimizer-placement rules."""
+    vendor whose device backend has no torch entry, the BERT script's measured window, and the
+    GPT script's precision and optimizer-placement rules."""
     from harness.errors import HarnessError
 
     try:
         torch_device(context.vendor, context.config.device)
     except HarnessError as exc:
         return str(exc)
+    settings = context.config.settings
+    if context.case.model == "bert" and settings.max_steps <= settings.skip_steps:
+        # train_bert.py's own throughput (training_sequences_per_second, the result) times the
+        # steps after the warm-up: without one it would divide a step's samples by the whole run.
+        return (f"max_steps={settings.max_steps} leaves no step after the skip_steps="
+                f"{settings.skip_steps} warm-up steps, which the BERT throughput leaves out; "
+                f"run more than {settings.skip_steps} steps")
     if context.config.settings.precision == "fp8":
         if context.case.model != "gpt":
             return "fp8 training is implemented for the GPT cases only (torchao float8)"

@@ -164,6 +164,9 @@ def summarise(samples: list[Sample], gpus: list[int], interval_s: float,
 class GpuMonitor:
     """Background sampler of the GPUs with NVML indices ``gpus``; ``start()``, then ``stop()``."""
 
+    #: How long stop() waits for a sampler thread in the middle of a reading (NVML can stall).
+    join_timeout_s = 5.0
+
     def __init__(self, nvml, gpus: list[int], interval_s: float, csv_path: Path):
         self.nvml = nvml
         self.gpus = gpus
@@ -177,6 +180,11 @@ class GpuMonitor:
         self._t0 = 0.0
         self._csv = None
         self._writer = None
+        # Recording a sample (the list and the CSV row) and stop()'s closing of the CSV take
+        # turns: a sampler thread still reading NVML when stop() gives up waiting for it must
+        # neither interleave its rows with the last reading's nor write to the closed file.
+        self._record = threading.Lock()
+        self._closed = False
 
     def start(self) -> "GpuMonitor":
         self._handles = [self.nvml.nvmlDeviceGetHandleByIndex(i) for i in self.gpus]
@@ -208,14 +216,17 @@ class GpuMonitor:
             util.append(int(rates.gpu) if rates is not None else None)
             power.append(milliwatts / 1000.0 if milliwatts is not None else None)
         sample = Sample(time.monotonic() - self._t0, memory, util, power)
-        self.samples.append(sample)
-        if self._writer is not None:
-            for gpu, m, u, p in zip(self.gpus, memory, util, power):
-                self._writer.writerow([f"{sample.time_s:.3f}", gpu,
-                                       "" if m is None else f"{m / 2**20:.0f}",
-                                       "" if u is None else u,
-                                       "" if p is None else f"{p:.1f}"])
-            self._csv.flush()
+        with self._record:
+            if self._closed:  # a late reading of the sampler thread, after stop(): not recorded
+                return sample
+            self.samples.append(sample)
+            if self._writer is not None:
+                for gpu, m, u, p in zip(self.gpus, memory, util, power):
+                    self._writer.writerow([f"{sample.time_s:.3f}", gpu,
+                                           "" if m is None else f"{m / 2**20:.0f}",
+                                           "" if u is None else u,
+                                           "" if p is None else f"{p:.1f}"])
+                self._csv.flush()
         return sample
 
     def stop(self, window: tuple[float, float] | None = None) -> MonitorSummary:
@@ -223,11 +234,13 @@ class GpuMonitor:
         ``time.monotonic()`` seconds (the core's step clock), or ``None``."""
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(timeout=max(5.0, 2 * self.interval_s))
+            self._thread.join(timeout=max(self.join_timeout_s, 2 * self.interval_s))
         self.sample()  # one last reading at the end of the run
         duration = time.monotonic() - self._t0
-        if self._csv is not None:
-            self._csv.close()
+        with self._record:
+            self._closed = True
+            if self._csv is not None:
+                self._csv.close()
         energy = source = None
         ends = [_try(self.nvml.nvmlDeviceGetTotalEnergyConsumption, h) for h in self._handles]
         if self._energy_start and all(x is not None for x in self._energy_start + ends):

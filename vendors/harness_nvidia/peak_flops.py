@@ -75,6 +75,25 @@ def supports_fp8(device_name: str) -> bool:
     return row is not None and "fp8" in row
 
 
+# NVIDIA GPUs before Ampere (compute capability below 8.0), by NVML name: Volta (V100, TITAN V),
+# Turing (T4, RTX 20xx, Quadro RTX, TITAN RTX), Pascal (P100, P40, P4, GTX 10xx, TITAN X/Xp) and
+# older. None has bf16 arithmetic.
+PRE_AMPERE = re.compile(
+    r"V100|TITAN (V|RTX|Xp?)\b|\bT4\b|RTX 20\d\d|Quadro (RTX|GV|GP|P)|GTX|Tesla [PKM]\d+|\bP100\b|\bP40\b",
+    flags=re.IGNORECASE)
+
+
+def supports_bf16(device_name: str) -> bool | None:
+    """Whether the device computes in bf16 (Ampere and newer, compute capability 8.0): from its
+    table row, else from the pre-Ampere families; ``None`` for a device known to neither."""
+    row = peak_entry(device_name)
+    if row is not None:
+        return "bf16" in row
+    if PRE_AMPERE.search(device_name):
+        return False
+    return None
+
+
 def peak_flops(device_name: str, precision: str, *, tf32_for_fp32: bool = True) -> float | None:
     """Dense peak FLOP/s of one device at ``precision``; ``None`` when not in the table.
 

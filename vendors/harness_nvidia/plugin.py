@@ -34,7 +34,7 @@ BACKEND = DeviceBackend(
     },
     addressed_by_local_rank=True,
     visible_devices_env="CUDA_VISIBLE_DEVICES",
-    precisions=frozenset({"fp32", "fp16", "bf16", "fp8"}),  # fp8: Hopper or newer (unsupported_reason)
+    precisions=frozenset({"fp32", "fp16", "bf16", "fp8"}),  # bf16: Ampere+, fp8: Hopper+ (unsupported_reason)
     peak_memory="allocator",
     float32_matmul_precision="high",
 )
@@ -146,13 +146,21 @@ def _start_monitor(context: RunContext, interval: float):
 
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
-    if context.config.settings.precision != "fp8":
+    """Precisions the run's GPUs have no arithmetic for: fp8 before Hopper, bf16 before Ampere."""
+    precision = context.config.settings.precision
+    if precision not in ("fp8", "bf16"):
         return None
-    from harness_nvidia.peak_flops import supports_fp8
+    from harness_nvidia.peak_flops import supports_bf16, supports_fp8
 
     names = sorted({d.name for d in context.devices.devices[: context.config.settings.nproc]})
-    lacking = [name for name in names if not supports_fp8(name)]
+    if precision == "fp8":
+        lacking = [name for name in names if not supports_fp8(name)]
+        if lacking:
+            return (f"fp8 training needs fp8 tensor cores (Hopper or newer); {', '.join(lacking)} "
+                    "has none: use --precision bf16")
+        return None
+    lacking = [name for name in names if supports_bf16(name) is False]  # None: not known, not refused
     if lacking:
-        return (f"fp8 training needs fp8 tensor cores (Hopper or newer); {', '.join(lacking)} "
-                "has none: use --precision bf16")
+        return (f"bf16 training needs an Ampere or newer GPU (compute capability 8.0); "
+                f"{', '.join(lacking)} has no bf16: use --precision fp16 or fp32")
     return None

@@ -15,6 +15,7 @@ scripts' ``PYTHONPATH`` (``SHARED_SCRIPTS_DIR``) and the scripts import its modu
   and will run), which the core checks against the resolved config.
 """
 
+import os
 from pathlib import Path
 
 SHARED_SCRIPTS_DIR = Path(__file__).resolve().parent
@@ -26,3 +27,10 @@ def launch_scripts(entry: Path, *folders: Path) -> list[str]:
     modules = sorted({p for folder in (*folders, SHARED_SCRIPTS_DIR) for p in folder.glob("*.py")
                       if p.name != "__init__.py" and p != entry})
     return [str(entry), *map(str, modules)]
+
+
+def scripts_pythonpath(*folders: Path) -> str:
+    """A launch's ``PYTHONPATH``: ``folders`` (a plugin's own script modules), then this folder,
+    then the caller's ``PYTHONPATH``, whose packages stay visible behind them."""
+    entries = [*map(str, folders), str(SHARED_SCRIPTS_DIR), os.environ.get("PYTHONPATH", "")]
+    return os.pathsep.join(filter(None, entries))

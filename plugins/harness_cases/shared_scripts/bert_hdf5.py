@@ -7,15 +7,17 @@ fixed-width list of positions with -1 labels past the end (``sample_positions``)
 
 from __future__ import annotations
 
-import h5py
 import numpy as np
 
+#: The datasets of an NGC BERT HDF5 file; ``harness_cases.bert_data`` writes these same ones.
 FIELDS = ("input_ids", "input_mask", "segment_ids", "masked_lm_positions", "masked_lm_ids",
           "next_sentence_labels")
 
 
 class BertSamples:
     def __init__(self, path: str):
+        import h5py  # here: harness imports FIELDS without loading h5py
+
         with h5py.File(path, "r") as handle:
             missing = [key for key in FIELDS if key not in handle]
             if missing:

@@ -2,7 +2,14 @@
 
 Training augmentation as in ImageNet recipes, at the record's own size: random crop from a
 zero-padded image, random horizontal flip, per-channel normalisation to float32 CHW. One image
-at a time (``sample_uint8``, ``sample``) or a whole batch into one array (``batch_uint8``).
+at a time (``sample_uint8``, ``sample``, ``sample_at``) or a whole batch into one array
+(``batch_uint8``).
+
+Loader workers are forked copies of the dataset: a generator the dataset holds is copied with
+the same state into every worker, and the workers would repeat each other's crops and flips.
+Trainers with workers therefore draw each batch's (or image's) augmentation from a generator
+seeded with its position (``augmentation_rng``): the same draws whichever worker builds it and
+however many workers there are.
 """
 
 from __future__ import annotations
@@ -11,6 +18,12 @@ import json
 import os
 
 import numpy as np
+
+def augmentation_rng(seed: int, epoch: int, key: int) -> np.random.Generator:
+    """The generator of the crops and flips of batch (or image) ``key`` of ``epoch``; trainers
+    pass their seed + rank as ``seed``, so that every process draws its own."""
+    return np.random.default_rng([seed, epoch, int(key)])
+
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1) * 255.0
 STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1) * 255.0
@@ -31,13 +44,15 @@ class ImageRecords:
             raise ValueError(f"{folder}: {len(self.records)} records, meta says {self.meta['num_samples']}")
         self.pixels, self.labels = self.records["pixels"], self.records["label"]  # views, no copy
         self.pad = max(1, size // 16)
-        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)  # one process without loader workers only
 
     def __len__(self) -> int:
         return len(self.records)
 
-    def sample_uint8(self, index: int) -> tuple[np.ndarray, int]:
-        """The augmented image as uint8 CHW, not yet normalised, and its label.
+    def sample_uint8(self, index: int, rng: np.random.Generator | None = None) -> tuple[np.ndarray, int]:
+        """The augmented image as uint8 CHW, not yet normalised, and its label, drawing from
+        ``rng`` (default: the reader's own).
 
         Cropping and flipping commute with the per-channel normalisation, so a trainer may
         normalise on its device (``normalise``): a quarter of the bytes to copy and no float
@@ -46,9 +61,10 @@ class ImageRecords:
         item = self.records[index]
         pad, size = self.pad, self.image_size
         padded = np.pad(item["pixels"], ((0, 0), (pad, pad), (pad, pad)))  # zeros, as before normalising
-        top, left = self.rng.integers(0, 2 * pad + 1, size=2)
+        rng = self.rng if rng is None else rng
+        top, left = rng.integers(0, 2 * pad + 1, size=2)
         image = padded[:, top:top + size, left:left + size]
-        if self.rng.random() < 0.5:
+        if rng.random() < 0.5:
             image = image[:, :, ::-1]
         return np.ascontiguousarray(image), int(item["label"])
 
@@ -88,10 +104,16 @@ class ImageRecords:
                 self.pixels[index, :, max(0, dy):size - max(0, -dy), max(0, dx):size - max(0, -dx)]
         return out
 
-    def sample(self, index: int) -> tuple[np.ndarray, int]:
+    def sample(self, index: int, rng: np.random.Generator | None = None) -> tuple[np.ndarray, int]:
         """The augmented, normalised float32 CHW image and its label."""
-        image, label = self.sample_uint8(index)
+        image, label = self.sample_uint8(index, rng)
         return normalise(image), label
+
+    def sample_at(self, key: tuple[int, int]) -> tuple[np.ndarray, int]:
+        """``sample`` of the image ``(epoch, index)``, its crop and flip drawn from
+        ``augmentation_rng(seed, epoch, index)``: what a loader worker's dataset returns."""
+        epoch, index = key
+        return self.sample(int(index), augmentation_rng(self.seed, epoch, index))
 
 
 def normalise(image: np.ndarray) -> np.ndarray:

@@ -179,8 +179,10 @@ def whole_model_parameters(model, parallel_state) -> int:
     return int(total.item())
 
 
-def use_fused_torch_adam(optimizer) -> int:
-    """Run Megatron-core's fallback optimizer on torch's fused AdamW kernel; returns how many.
+def use_fused_torch_adam(optimizer, fused: bool) -> int:
+    """Run Megatron-core's fallback optimizer on torch's fused AdamW kernel (``fused_optimizer``,
+    true in every case); returns how many optimizers run it. ``fused=False`` leaves torch's
+    multi-tensor (foreach) mode, Megatron-core's own choice without Transformer Engine or apex.
 
     Without Transformer Engine or apex, Megatron-core builds ``torch.optim.AdamW`` in its
     default multi-tensor (foreach) mode, whose temporaries (a copy of every second moment,
@@ -189,6 +191,8 @@ def use_fused_torch_adam(optimizer) -> int:
     one pass, without the temporaries. torch reads these flags at every ``step``.
     """
     switched = 0
+    if not fused:
+        return switched
     for wrapper in getattr(optimizer, "chained_optimizers", [optimizer]):
         inner = getattr(wrapper, "optimizer", None)
         if isinstance(inner, torch.optim.Adam | torch.optim.AdamW):  # AdamW subclasses Adam
@@ -237,15 +241,10 @@ def main() -> int:
 
     from gpt_dataset import GPTWindowDataset
 
+    # The plugin refused, before the launch, degrees that do not divide the world size, the
+    # layers, heads and vocabulary (harness_megatron.plugin.unsupported_reason).
     tp, pp = int(p.get("tensor_parallel_degree", 1)), int(p.get("pipeline_parallel_degree", 1))
-    if world % (tp * pp):
-        log(f"error: world size {world} is not a multiple of tp {tp} x pp {pp}")
-        return 2
     dp = world // (tp * pp)
-    if p["num_layers"] % pp or p["num_heads"] % tp or p["vocab_size"] % tp:
-        log(f"error: {p['num_layers']} layers / {p['num_heads']} heads / vocab {p['vocab_size']} "
-            f"do not divide into pp {pp} / tp {tp}")
-        return 2
     parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp,
                                              pipeline_model_parallel_size=pp)
     tensor_parallel.model_parallel_cuda_manual_seed(s["seed"])
@@ -276,9 +275,10 @@ def main() -> int:
         ),
         [model],
     )
-    fused = use_fused_torch_adam(optimizer)
-    if rank == 0 and fused:
-        log(f"> optimizer: torch AdamW, fused kernel ({fused} optimizer(s); no Transformer Engine or apex)")
+    fused = use_fused_torch_adam(optimizer, bool(p.get("fused_optimizer", True)))
+    if rank == 0:
+        kernel = f"fused kernel ({fused} optimizer(s))" if fused else "multi-tensor (foreach) kernel"
+        log(f"> optimizer: torch AdamW, {kernel}; no Transformer Engine or apex")
 
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * dp

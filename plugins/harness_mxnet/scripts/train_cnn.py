@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import resource
 import sys
 import time
 
@@ -28,6 +27,7 @@ from mxnet import autograd, gluon
 
 from image_records import ImageRecords
 from lr_schedule import lr_at
+from memory_line import memory_line, process_peak_rss_mb
 from mxnet_models import build_model, trainable_parameters
 from readback import print_readback
 
@@ -42,15 +42,37 @@ def fail(msg: str) -> None:
 
 
 class RecordDataset(gluon.data.Dataset):
+    """The augmented images, keyed ``(epoch, index)`` (``EpochKeys``): a loader worker's copy
+    draws each image's crop and flip from its key (``ImageRecords.sample_at``), not from a
+    generator every worker would copy in the same state."""
+
     def __init__(self, folder: str, seed: int):
         self.records = ImageRecords(folder, seed)
 
     def __len__(self):
         return len(self.records)
 
-    def __getitem__(self, index):
-        image, label = self.records.sample(index)
+    def __getitem__(self, key):
+        image, label = self.records.sample_at(key)
         return image, np.float32(label)
+
+
+class EpochKeys(gluon.data.Sampler):
+    """Shuffled batches of whole ``batch_size`` (the rest of an epoch is dropped), each index
+    keyed with the number of the pass over the data that draws it; a pass per ``iter``."""
+
+    def __init__(self, count: int, batch_size: int):
+        self.batches = gluon.data.BatchSampler(gluon.data.RandomSampler(count), batch_size, "discard")
+        self.epoch = -1
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __iter__(self):
+        self.epoch += 1
+        epoch = self.epoch
+        for batch in self.batches:
+            yield [(epoch, index) for index in batch]
 
 
 def contexts(backend: dict, count: int):
@@ -113,7 +135,7 @@ def main() -> int:
     if dataset.records.image_size != size or dataset.records.num_classes != p["num_classes"]:
         fail(f"{args.data} holds {dataset.records.image_size}px images of {dataset.records.num_classes} "
              f"classes; the case wants {size}px and {p['num_classes']}")
-    loader = gluon.data.DataLoader(dataset, batch_size=per_step, shuffle=True, last_batch="discard",
+    loader = gluon.data.DataLoader(dataset, batch_sampler=EpochKeys(len(dataset), per_step),
                                    num_workers=4 if device != "cpu" else 0)
     if accum > 1:
         for param in net.collect_params().values():
@@ -182,8 +204,7 @@ def main() -> int:
         log(f"[Epoch {epoch}] speed: {int(epoch_samples / elapsed)} samples/sec\ttime cost: {elapsed:f}")
         epoch += 1
     if device == "cpu":
-        log(f"> peak memory (MB): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} "
-            "(process max RSS)")
+        log("> " + memory_line(process_peak_rss_mb(), "process max RSS"))
     log("> training finished")
     return 0
 

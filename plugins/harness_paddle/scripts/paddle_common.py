@@ -9,12 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import sys
 from contextlib import nullcontext
 
 import paddle
 import paddle.distributed as dist
+
+from memory_line import memory_line, process_peak_rss_mb
 
 AMP_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
@@ -144,8 +145,13 @@ def memory_fields(device: str) -> str:
     return ""
 
 
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+def finish(rt: Runtime) -> None:
+    """Rank 0's last lines: on hosts without a device allocator the process's peak memory
+    (on GPUs the step lines carry the allocator's figures, ``memory_fields``), then the end."""
+    if rt.rank == 0:
+        if rt.device != "gpu":
+            log("> " + memory_line(process_peak_rss_mb(), "process max RSS, rank 0"))
+        log("> training finished")
 
 
 def backward_and_step(loss, optimizer, scaler, micro_last: bool):

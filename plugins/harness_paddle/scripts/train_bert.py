@@ -21,7 +21,7 @@ from lr_schedule import lr_at
 from model_flops import bert_training_flops_per_sequence
 from readback import print_readback
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
-                           memory_fields, peak_rss_mb)
+                           finish, memory_fields)
 
 
 class HDF5Dataset(paddle.io.Dataset):
@@ -118,10 +118,7 @@ def main() -> int:
                     f"avg_samples: {mbs * accum:.5f}, ips: {mbs * accum / avg_batch:.5f} sequences/sec, "
                     f"learning rate: {lr:.5e}" + memory_fields(rt.device))
             interval_loss = reader_cost = batch_cost = 0.0
-    if rt.rank == 0:
-        if rt.device != "gpu":  # gpu: the allocator figures of the step lines
-            log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
-        log("> training finished")
+    finish(rt)
     return 0
 
 

@@ -22,10 +22,14 @@ from image_records import ImageRecords
 from lr_schedule import lr_at
 from readback import print_readback
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, fail, load_config, log,
-                           memory_fields, peak_rss_mb)
+                           finish, memory_fields)
 
 
 class RecordDataset(paddle.io.Dataset):
+    """The augmented images, keyed ``(epoch, index)`` (``EpochKeys``): a loader worker's copy
+    draws each image's crop and flip from its key (``ImageRecords.sample_at``), not from a
+    generator every worker would copy in the same state."""
+
     def __init__(self, folder: str, seed: int):
         super().__init__()
         self.records = ImageRecords(folder, seed)
@@ -33,9 +37,28 @@ class RecordDataset(paddle.io.Dataset):
     def __len__(self):
         return len(self.records)
 
-    def __getitem__(self, index):
-        image, label = self.records.sample(index)
+    def __getitem__(self, key):
+        image, label = self.records.sample_at(key)
         return image, np.int64(label)
+
+
+class EpochKeys:
+    """The distributed batch sampler's batches, each index keyed with the epoch it is drawn in."""
+
+    def __init__(self, sampler: paddle.io.DistributedBatchSampler):
+        self.sampler = sampler
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.sampler.set_epoch(epoch)
+
+    def __len__(self):
+        return len(self.sampler)
+
+    def __iter__(self):
+        for batch in self.sampler:
+            yield [(self.epoch, index) for index in batch]
 
 
 def build_model(name: str, num_classes: int, width: float):
@@ -85,8 +108,9 @@ def main() -> int:
              f"classes; the case wants {p['image_size']}px and {p['num_classes']}")
     sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=rt.world,
                                                 rank=rt.rank, shuffle=True, drop_last=True)
-    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=4 if rt.dedicated else 0)
-    data = endless(loader, sampler)
+    keys = EpochKeys(sampler)
+    loader = paddle.io.DataLoader(dataset, batch_sampler=keys, num_workers=4 if rt.dedicated else 0)
+    data = endless(loader, keys)
     max_steps = s["max_steps"]
     steps_per_epoch = max(1, len(sampler) // accum)
     epochs = math.ceil(max_steps / steps_per_epoch)
@@ -138,10 +162,7 @@ def main() -> int:
                     f"loss: {avg_loss:.5f}, batch_cost: {avg_batch:.5f}s, reader_cost: {reader_cost / n:.5f}, "
                     f"ips: {mbs * accum / avg_batch:.5f} images/sec" + memory_fields(rt.device))
             interval_loss = reader_cost = batch_cost = top1 = top5 = 0.0
-    if rt.rank == 0:
-        if rt.device != "gpu":  # gpu: the allocator figures of the step lines
-            log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
-        log("> training finished")
+    finish(rt)
     return 0
 
 

@@ -21,7 +21,7 @@ from gpt_windows import GPTWindows
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
 from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
-                           memory_fields, peak_rss_mb)
+                           finish, memory_fields)
 from paddle_parallel import setup_hybrid, shard_optimizer
 from readback import print_readback
 
@@ -133,10 +133,7 @@ def main() -> int:
                     f"ips: {tokens / avg_batch / rt.world:.2f} tokens/s, learning rate: {lr:.5e}"
                     + memory_fields(rt.device))
             interval_loss = reader_cost = batch_cost = 0.0
-    if rt.rank == 0:
-        if rt.device != "gpu":  # gpu: the allocator figures of the step lines
-            log(f"> peak memory (MB): {peak_rss_mb():.1f} (process max RSS, rank 0)")
-        log("> training finished")
+    finish(rt)
     return 0
 
 

@@ -12,13 +12,14 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import resource
 import sys
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 import torch.distributed as dist
+
+from memory_line import memory_line, process_peak_rss_mb
 
 
 def fail(message: str, code: int = 2):
@@ -72,8 +73,7 @@ class Runtime:
         if self.peak_memory_source == "allocator":
             return (self.device_module.max_memory_allocated(self.device) / 2**20,
                     f"{self.device_name} max allocated")
-        # ru_maxrss is in KiB on Linux: the process's peak resident memory.
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "process max RSS"
+        return process_peak_rss_mb(), "process max RSS"
 
 
 def read_config(path: str) -> tuple[dict, dict]:
@@ -159,4 +159,4 @@ def peak_memory_line(runtime: Runtime) -> str:
         reduced = torch.tensor([peak], device=runtime.device)
         dist.all_reduce(reduced, op=dist.ReduceOp.MAX)
         peak = float(reduced)
-    return f"peak memory (MB): {peak:.1f} ({source}, max over ranks)"
+    return memory_line(peak, f"{source}, max over ranks")

@@ -16,7 +16,6 @@ import math
 import time
 from contextlib import nullcontext
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -28,7 +27,7 @@ from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
 from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
-from image_records import MEAN, STD, ImageRecords
+from image_records import MEAN, STD, ImageRecords, augmentation_rng
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -41,10 +40,10 @@ class RecordBatches(Dataset):
     """Whole augmented batches of the image records, one ``__getitem__`` per batch.
 
     A key is ``(epoch, number, indices)`` (``EpochBatches``); the batch's crops and flips
-    are drawn from a generator seeded with (seed, epoch, number). Loader workers are forked
-    copies of this object: a generator held here would be copied with the same state into
-    every worker, and the workers would repeat each other's augmentation. Seeding from the
-    batch's position also makes the augmentation independent of the worker count.
+    are drawn from ``augmentation_rng(seed, epoch, number)``: loader workers are forked copies
+    of this object, and a generator held here would repeat itself in every worker
+    (``image_records``). Seeding from the batch's position also makes the augmentation
+    independent of the worker count.
     """
 
     def __init__(self, folder: str, seed: int):
@@ -56,7 +55,7 @@ class RecordBatches(Dataset):
 
     def __getitem__(self, key):
         epoch, number, indices = key
-        rng = np.random.default_rng([self.seed, epoch, number])
+        rng = augmentation_rng(self.seed, epoch, number)
         # uint8, normalised on the device (normalise_on_device): the workers only crop and flip.
         images, labels = self.records.batch_uint8(indices, rng)
         return torch.from_numpy(images), torch.from_numpy(labels)

@@ -129,3 +129,15 @@ def test_prune_leaves_a_build_in_progress(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "harness", "env", "prune"], capture_output=True,
                           text=True, env=env)
     assert not building.exists()
+
+
+def test_a_framework_without_a_build_for_the_vendor_says_which_it_has():
+    from harness.envs.prepare import vendor_env_spec
+
+    specs = {"cpu": EnvSpec(name="fw-cpu", requirements=("fw==1",)),
+             "nvidia": EnvSpec(name="fw-cu", requirements=("fw-gpu==1",))}
+    assert vendor_env_spec(specs, "nvidia", "FW") is specs["nvidia"]
+    with pytest.raises(UnavailableError) as refused:
+        vendor_env_spec(specs, "somechip", "FW")
+    assert str(refused.value) == ("the FW plugin has no FW build for vendor 'somechip' (it knows cpu, "
+                                  "nvidia); install the vendor's FW build and run with --env current")

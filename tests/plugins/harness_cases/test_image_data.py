@@ -100,3 +100,43 @@ def test_batch_crops_and_flips_each_record_with_zeros_outside(tmp_path):
         np.testing.assert_array_equal(image, _padded_crop(records.records["pixels"][index], pad, top, left, flip))
     # the generator decides: another seed gives other crops of the same records
     assert not np.array_equal(records.batch_uint8(indices, np.random.default_rng(12))[0], images)
+
+
+def _crop_of(records, index, image):
+    """The (top, left, flip) of the padded-crop augmentation that made ``image`` of record ``index``."""
+    pixels, pad = records.records["pixels"][index], records.pad
+    [found] = [(top, left, flip) for top in range(2 * pad + 1) for left in range(2 * pad + 1)
+               for flip in (False, True)
+               if np.array_equal(_padded_crop(pixels, pad, top, left, flip), image)]
+    return found
+
+
+def test_loader_workers_draw_different_crops_and_a_seed_reproduces_them(tmp_path):
+    """Paddle's and MXNet's loader workers are forked copies of the dataset, i.e. readers of
+    the same seed in the same state. Each worker builds other batches: keyed by position
+    (``sample_at``), their crop-and-flip sequences differ; drawn from the reader's own
+    generator, every worker would repeat the same sequence."""
+    folder, _, _ = ensure_image_dataset(tmp_path, 32, 4, 80, seed=1)
+    reader = _reader()
+    module = sys.modules[reader.__module__]
+    worker_a, worker_b = reader(str(folder), seed=3), reader(str(folder), seed=3)
+    batch_a, batch_b = [(0, i) for i in range(0, 40)], [(0, i) for i in range(40, 80)]
+
+    def crops(worker, keys):
+        return [_crop_of(worker, index, _uint8(worker.sample_at((epoch, index))[0], module))
+                for epoch, index in keys]
+
+    assert crops(worker_a, batch_a) != crops(worker_b, batch_b)
+    # Same seed, same key: the same image, whichever worker and whatever it built before.
+    fresh = reader(str(folder), seed=3)
+    for key in batch_b[::7]:
+        np.testing.assert_array_equal(fresh.sample_at(key)[0], worker_b.sample_at(key)[0])
+    # Another epoch or another rank (seed + rank) draws other crops of the same images.
+    for other in (reader(str(folder), seed=4), worker_a):
+        epoch = 1 if other is worker_a else 0
+        assert crops(other, [(epoch, i) for i in range(40)]) != crops(worker_a, batch_a)
+
+
+def _uint8(image, module):
+    """A normalised float image back to its uint8 pixels (normalisation is exact enough)."""
+    return np.rint(image * module.STD + module.MEAN).astype(np.uint8)

@@ -88,10 +88,25 @@ def test_argv_multi_node_needs_master_addr(pm, tmp_path, monkeypatch):
     assert "--standalone" not in argv
 
 
-def test_layout_must_match_the_name(pm, tmp_path):
+def test_layout_must_match_the_name_before_launch(pm, tmp_path):
+    """Refused through unsupported_reason (before anything runs, a sweep skips the point), not
+    by the launch once the run has started."""
     context = gpu_context(pm, tmp_path, "DP_8x1x1_16_1536x16", nproc=4)
-    with pytest.raises(UserInputError, match="dp 8 x tp 1 x pp 1 = 8 GPUs; this run has 4"):
-        plugin.run(context=context, env=ENV, dataset=DATA)
+    assert "dp 8 x tp 1 x pp 1 = 8 GPUs; this run has 4" in plugin.unsupported_reason(context=context)
+    assert plugin.unsupported_reason(context=gpu_context(pm, tmp_path, "DP_8x1x1_16_1536x16")) is None
+
+
+@pytest.mark.parametrize("nproc, pairs, reason", [
+    (4, ["tensor_parallel_degree=3"], "world size 4 is not a multiple of tensor parallel 3 x pipeline parallel 1"),
+    (8, ["tensor_parallel_degree=8"], "2 layers / 4 heads / vocab 2048 do not divide into pipeline parallel 1 / tensor parallel 8"),
+    (4, ["pipeline_parallel_degree=4"], "2 layers / 4 heads / vocab 2048 do not divide into pipeline parallel 4"),
+])
+def test_parallel_degrees_must_divide_before_launch(pm, tmp_path, nproc, pairs, reason):
+    context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=nproc, scale="smoke", set_pairs=pairs)
+    assert reason in plugin.unsupported_reason(context=context)
+    fits = gpu_context(pm, tmp_path / "fits", "gpt3_1.3B", nproc=4, scale="smoke",
+                       set_pairs=["tensor_parallel_degree=2", "pipeline_parallel_degree=2"])
+    assert plugin.unsupported_reason(context=fits) is None
 
 
 def test_gpt3_cases_run_on_any_world_size(pm, tmp_path):
@@ -167,3 +182,58 @@ def test_gpt_case_settings_the_script_ignores_are_refused(pm, tmp_path, pairs, r
     assert reason in plugin.unsupported_reason(context=context)
     plain = gpu_context(pm, tmp_path / "plain", "gpt3_1.3B", nproc=1, set_pairs=["attention_backend=local"])
     assert plugin.unsupported_reason(context=plain) is None
+
+
+@pytest.mark.parametrize("precision, asked, held", [
+    ("bf16", "model", "optimizer"), ("fp32", "optimizer", "model"),
+])
+def test_master_weights_other_than_megatrons_are_refused(pm, tmp_path, precision, asked, held):
+    """Megatron-core keeps fp32 masters in its optimizer in bf16/fp16 and trains fp32 parameters
+    in fp32: a run asking for the other layout would record one it never had."""
+    context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=1, precision=precision,
+                          set_pairs=[f"master_weights={asked}"])
+    assert (f"master_weights={asked}: in {precision} Megatron-core keeps the fp32 master weights"
+            in plugin.unsupported_reason(context=context))
+    honoured = gpu_context(pm, tmp_path / "held", "gpt3_1.3B", nproc=1, precision=precision,
+                           set_pairs=[f"master_weights={held}"])
+    assert plugin.unsupported_reason(context=honoured) is None
+
+
+def test_nvidia_megatron_configs_ask_for_the_masters_megatron_keeps(pm):
+    """The nvidia vendor's bf16 Megatron configs of GPT cases must not be refused by the rule above."""
+    from harness_nvidia.plugin import vendor_case_config
+
+    registry = Registry.from_plugins(pm)
+    for name in ("gpt3_1.3B", "gpt3_6.7B"):
+        config = vendor_case_config(vendor="nvidia", case=registry.cases.get(name), framework="megatron",
+                                    nproc=1, nnodes=1, hardware_config=None)
+        assert config.values["precision"] == "bf16" and config.values["master_weights"] == "optimizer"
+
+
+def test_fused_optimizer_false_keeps_torchs_foreach_adamw(monkeypatch):
+    """fused_optimizer=false is honoured: the script leaves Megatron-core's AdamW in torch's
+    multi-tensor mode instead of switching it to the fused kernel."""
+    torch = pytest.importorskip("torch")
+    script = _import_script(monkeypatch)
+
+    def optimizer():
+        inner = torch.optim.AdamW([torch.nn.Parameter(torch.zeros(2))], foreach=True)
+        return type("Chained", (), {"chained_optimizers": [type("W", (), {"optimizer": inner})()]})()
+
+    kept = optimizer()
+    assert script.use_fused_torch_adam(kept, fused=False) == 0
+    group = kept.chained_optimizers[0].optimizer.param_groups[0]
+    assert group["foreach"] is True and not group["fused"]
+    switched = optimizer()
+    assert script.use_fused_torch_adam(switched, fused=True) == 1
+    group = switched.chained_optimizers[0].optimizer.param_groups[0]
+    assert group["fused"] is True and group["foreach"] is False
+
+
+def _import_script(monkeypatch):
+    """The training script as a module, on the paths its launch sets (no Megatron-core needed)."""
+    import importlib
+
+    monkeypatch.syspath_prepend(str(SHARED_SCRIPTS_DIR))
+    monkeypatch.syspath_prepend(str(plugin.SCRIPT.parent))
+    return importlib.import_module("train_megatron_gpt")

@@ -24,13 +24,6 @@ def test_failed_environment_install_exits_2_with_installer_lines(monkeypatch, tm
     assert [p for p in envs.iterdir() if p.is_dir()] == []  # nothing half-built is left
 
 
-def test_unknown_vendor_has_no_requirement_set():
-    from harness.errors import UnavailableError
-
-    with pytest.raises(UnavailableError, match="--env current"):
-        paddle_plugin.requirement_spec("somechip")
-
-
 def test_env_current_needs_paddle_in_this_interpreter(monkeypatch, tmp_path, capsys):
     pytest.importorskip("torch")  # this interpreter is the harness's: paddle is not in it
     from importlib import util
@@ -56,3 +49,14 @@ def test_unsupported_reasons(unsupported_reasons):
     with pytest.raises(UnavailableError, match="vendor 'cpu' has no fp16"):
         reasons(precision="fp16")
     assert any("need GPUs" in r for r in reasons(nproc=2, set_pairs=["tensor_parallel_degree=2"]))
+
+
+@pytest.mark.parametrize("case", ["mobilenet_v1", "bert_base_seq128", "gpt3_125M"])
+def test_compile_is_refused_not_ignored(unsupported_reasons, case):
+    """The Paddle scripts run dygraph whatever compile says: a compiled run would be recorded
+    with a setting it never had."""
+    assert unsupported_reasons(case, "paddle") == []
+    assert unsupported_reasons(case, "paddle", set_pairs=["compile=true"]) == [
+        "compile=true: the Paddle plugin runs its models in dygraph (no paddle.jit.to_static); "
+        "run it with compile=false"]
+

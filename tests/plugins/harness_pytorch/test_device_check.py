@@ -74,9 +74,12 @@ def test_harness_run_refuses_before_anything_starts(tmp_path):
 
 
 def test_the_script_refuses_an_unknown_device_type_with_one_line():
-    code = ("import sys; sys.path.insert(0, sys.argv[1]); import torch_setup; "
+    from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
+
+    code = ("import sys; sys.path[:0] = sys.argv[1:]; import torch_setup; "
             "torch_setup.load_torch_device({'device_type': 'acme', 'frameworks': {'torch': {'device_type': 'acme'}}})")
-    done = subprocess.run([sys.executable, "-c", code, str(SCRIPTS)], capture_output=True, text=True, timeout=300)
+    done = subprocess.run([sys.executable, "-c", code, str(SCRIPTS), str(SHARED_SCRIPTS_DIR)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
     assert done.stdout.strip() == "error: torch has no device type 'acme'; is torch_acme installed?"
     assert "Traceback" not in done.stderr

@@ -9,8 +9,10 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch")
+from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR  # noqa: E402
+
 SCRIPTS = Path(__file__).resolve().parents[3] / "plugins" / "harness_pytorch" / "scripts"
-sys.path[:0] = [str(SCRIPTS)]
+sys.path[:0] = [str(SCRIPTS), str(SHARED_SCRIPTS_DIR)]  # as the launch sets them
 from torch_setup import Runtime  # noqa: E402
 
 

@@ -200,3 +200,36 @@ def test_a_malformed_interval_is_refused_before_the_launch(monkeypatch, tmp_path
     _, context = nvidia_context(tmp_path, nproc=1)
     with pytest.raises(UserInputError, match="HARNESS_NVIDIA_MONITOR_INTERVAL_S='fast'"):
         next(plugin.run(context=context, env=None, dataset=None))
+
+
+def test_stop_while_the_sampler_thread_is_mid_reading_keeps_the_csv_whole(tmp_path, monkeypatch):
+    """NVML stalls in the sampler thread; stop() gives up waiting, takes its last reading and
+    closes the CSV. The stalled reading, when it returns, must not write to the closed file,
+    split the last rows or change the samples summarised."""
+    import threading
+
+    nvml = make_fake_nvml([FakeGpu()])
+    started, release = threading.Event(), threading.Event()
+    power = nvml.nvmlDeviceGetPowerUsage
+
+    def stalling_power(gpu):
+        if threading.current_thread().name == "harness-nvml-monitor":
+            started.set()
+            release.wait(10)
+        return power(gpu)
+
+    nvml.nvmlDeviceGetPowerUsage = stalling_power
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    monkeypatch.setattr(GpuMonitor, "join_timeout_s", 0.05)
+    path = tmp_path / "monitor.csv"
+    monitor = GpuMonitor(nvml, [0], 0.01, path).start()
+    assert started.wait(5)
+    monitor.stop()
+    recorded = list(monitor.samples)
+    release.set()
+    monitor._thread.join(5)
+    assert not monitor._thread.is_alive() and errors == []
+    assert monitor.samples == recorded == recorded[:2]  # start's reading and stop's last one
+    rows = list(csv.reader(path.open()))
+    assert rows[0] == CSV_HEADER and len(rows) == 3 and all(len(r) == len(CSV_HEADER) for r in rows)

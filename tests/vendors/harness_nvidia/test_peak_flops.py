@@ -43,7 +43,7 @@ def test_dense_figures_only():
     assert all(row.get("bf16", 0) <= 990 * T for _, row in PEAK_TABLE)
 
 
-def test_hook_answers_for_nvidia_devices_only():
+def test_hook_gives_one_peak_for_identical_gpus_and_none_for_mixed_or_unknown_ones():
     gpus = DeviceSet(vendor="nvidia", kind="gpu",
                      devices=[DeviceInfo(index=i, name="NVIDIA H200") for i in range(2)])
     assert plugin.device_peak_flops(devices=gpus, precision="bf16") == pytest.approx(989.4 * T)
@@ -52,3 +52,34 @@ def test_hook_answers_for_nvidia_devices_only():
     assert plugin.device_peak_flops(devices=mixed, precision="bf16") is None
     cpu = DeviceSet(vendor="cpu", kind="cpu", devices=[DeviceInfo(index=0, name="x")])
     assert plugin.device_peak_flops(devices=cpu, precision="bf16") is None
+
+
+def _context(names: list[str], precision: str):
+    """A planned run's context as the nvidia vendor's unsupported_reason reads it: the devices
+    discovered (a fake list here) and the precision."""
+    from types import SimpleNamespace
+
+    devices = DeviceSet(vendor="nvidia", kind="gpu",
+                        devices=[DeviceInfo(index=i, name=name) for i, name in enumerate(names)])
+    settings = SimpleNamespace(precision=precision, nproc=len(names))
+    return SimpleNamespace(devices=devices, config=SimpleNamespace(settings=settings))
+
+
+@pytest.mark.parametrize("name", ["Tesla V100-SXM2-32GB", "Tesla V100-PCIE-16GB", "Tesla T4",
+                                  "Quadro RTX 8000", "NVIDIA TITAN V", "Tesla P100-PCIE-16GB"])
+def test_bf16_on_a_pre_ampere_gpu_is_refused_before_launch(name):
+    reason = plugin.unsupported_reason(context=_context([name], "bf16"))
+    assert reason == (f"bf16 training needs an Ampere or newer GPU (compute capability 8.0); {name} "
+                      "has no bf16: use --precision fp16 or fp32")
+    assert plugin.unsupported_reason(context=_context([name], "fp16")) is None
+
+
+@pytest.mark.parametrize("name", ["NVIDIA H200", "NVIDIA A100-SXM4-80GB", "NVIDIA RTX A6000",
+                                  "NVIDIA GeForce RTX 4090", "NVIDIA L40S"])
+def test_bf16_on_ampere_or_newer_or_an_unknown_gpu_is_not_refused(name):
+    assert plugin.unsupported_reason(context=_context([name], "bf16")) is None
+
+
+def test_fp8_before_hopper_is_refused():
+    assert "fp8 tensor cores" in plugin.unsupported_reason(context=_context(["NVIDIA A100-SXM4-80GB"], "fp8"))
+    assert plugin.unsupported_reason(context=_context(["NVIDIA H200"], "fp8")) is None
