@@ -54,6 +54,35 @@ def convert_param(key: str, raw: Any, default: ParamValue) -> ParamValue:
     return raw
 
 
+#: Python type of a parameter's default -> the TOML value types accepted for it (TOML is typed,
+#: so unlike a --set string a vendor config's "8" for an integer is a mistake, not a spelling).
+_ACCEPTED = {bool: (bool,), int: (int,), float: (int, float), str: (str,)}
+_TYPE_NAMES = {bool: "a boolean (true/false)", int: "an integer", float: "a number", str: "a string"}
+_TOML_NAMES = {bool: "a boolean", int: "an integer", float: "a float", str: "a string"}
+
+
+def check_vendor_value_types(case: CaseSpec, vendor_config: VendorCaseConfig) -> None:
+    """Each value of a vendor config has the type of what it overrides: a RunSettings field
+    (validated strictly, as pydantic states it) or the case's parameter (the type of its
+    default). Raises a one-line error naming the file, the key and the expected type."""
+    where = vendor_config.path or vendor_config.name
+    for key, value in vendor_config.values.items():
+        if key in SETTINGS_KEYS:
+            try:
+                RunSettings.model_validate({key: value}, strict=True)
+            except ValidationError as exc:
+                _, message, _ = first_validation_error(exc)
+                raise HarnessError(f"vendor config {where}: {key} = {value!r}: {message}") from None
+            continue
+        kind = type(case.params[key])
+        accepted = _ACCEPTED.get(kind, (kind,))
+        if type(value) not in accepted:  # type(), not isinstance: true is no integer here
+            raise HarnessError(
+                f"vendor config {where}: {key} = {value!r} is {_TOML_NAMES.get(type(value), 'a value')};"
+                f" expected {_TYPE_NAMES.get(kind, kind.__name__)} (case {case.name!r} defaults it "
+                f"to {case.params[key]!r})")
+
+
 def resolve_config(
     case: CaseSpec,
     *,
@@ -118,6 +147,7 @@ def resolve_config(
                 f"{case.name!r} does not let vendors override "
                 f"(allowed: {', '.join(sorted(case.vendor_overridable))})"
             )
+        check_vendor_value_types(case, vendor_config)
         apply(vendor_config.values, f"vendor:{vendor_config.name}", check_immutable=False)
     if scale == "smoke":
         apply(case.smoke, "smoke", check_immutable=False)

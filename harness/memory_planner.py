@@ -3,7 +3,8 @@
 The framework plugin that owns the model estimates the per-device peak of the resolved config
 and of alternatives (the ``memory_plan`` hook); the planner keeps the first that fits the
 smallest device the run uses, or refuses in one line naming what would fit. It never changes
-a key the user set on the command line.
+a key the user set on the command line. A refusal is an ``UnavailableError``, like a plugin's
+``unsupported_reason``: ``harness run`` exits 2 and a sweep lists the point as skipped.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from harness.config_resolution import SETTINGS_KEYS, convert_param
-from harness.errors import UserInputError
+from harness.errors import UnavailableError
 from harness.models.config import ResolvedConfig, RunSettings
 from harness.models.context import RunContext
 from harness.models.memory import MemoryCandidate, MemoryEstimate
@@ -68,7 +69,7 @@ def apply_overrides(config: ResolvedConfig, overrides: dict) -> ResolvedConfig:
 
 def fit_to_memory(router: HookRouter, context: RunContext) -> RunContext:
     """Return the context to run (possibly with a smaller-memory config, its estimate recorded),
-    or raise UserInputError when no candidate fits. ``planner_note`` says what it did."""
+    or raise UnavailableError when no candidate fits. ``planner_note`` says what it did."""
     capacity = device_memory(context)
     if capacity is None:
         return context
@@ -84,7 +85,7 @@ def fit_to_memory(router: HookRouter, context: RunContext) -> RunContext:
     if chosen is None:
         blocked = [c for c in plan.candidates if c.estimate.total_bytes <= usable and c not in allowed]
         fits = [_as_flags(c) + f" ({gib(c.estimate.total_bytes)})" for c in blocked] + list(plan.hints)
-        raise UserInputError(
+        raise UnavailableError(
             f"{context.case.name} needs about {describe(first.estimate)} per device as configured; "
             f"{device_name} has {gib(usable)} usable of {gib(capacity)}. "
             + ("Would fit: " + "; or ".join(fits) + "." if fits else

@@ -33,7 +33,8 @@ BLOCK_ENV_VAR = "HARNESS_BLOCK_PLUGINS"
 
 
 class PluginLoadWarning(UserWarning):
-    """A third-party plugin failed to load; the harness carries on without it."""
+    """A plugin (third-party, or a built-in that failed to import) failed to load; the
+    harness carries on without it."""
 
 
 #: The distribution the built-in plugins ship in (pyproject.toml's project name).
@@ -74,7 +75,17 @@ def make_plugin_manager(
     for module_name in builtins:
         if module_name in blocked:
             continue
-        module = importlib.import_module(module_name)
+        try:
+            module = importlib.import_module(module_name)
+        except Exception as exc:  # a built-in is skipped like a broken entry point (e.g. a
+            # dependency of one vendor's plugin missing) instead of taking every command down
+            warnings.warn(
+                f"built-in plugin {module_name!r} failed to import and was skipped: "
+                f"{type(exc).__name__}: {exc} (HARNESS_BLOCK_PLUGINS={module_name} silences this)",
+                PluginLoadWarning,
+                stacklevel=2,
+            )
+            continue
         pm.register(module, name=module_name)
         pm.harness_info[module_name] = PluginInfo(module_name, __version__, "builtin")
     if load_entrypoints:

@@ -7,6 +7,9 @@ from contextlib import closing
 from datetime import datetime
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from harness.errors import UserInputError, first_validation_error
 from harness.models import BenchmarkResult
 
 DB_NAME = "harness.db"
@@ -32,6 +35,11 @@ CREATE INDEX IF NOT EXISTS runs_by_case ON runs (case_name, framework, vendor);
 """
 
 
+class DamagedStoreError(UserInputError):
+    """The results database cannot be read or written: not a SQLite file, a damaged one, or a
+    stored result that is no longer valid JSON of a result. One line, exit code 2."""
+
+
 class ResultStore:
     """Every run (launched or ingested) is one row; the full result is kept as JSON."""
 
@@ -39,33 +47,64 @@ class ResultStore:
         self.root = Path(root)
         self.path = self.root / DB_NAME
 
+    def _damaged(self, exc: Exception) -> DamagedStoreError:
+        return DamagedStoreError(
+            f"results database {self.path} cannot be used ({exc}); move it aside (a new one is "
+            "created) or pass --output with another results folder")
+
     def _connect(self) -> sqlite3.Connection:
         """A connection for writing: creates the folder, the database and its indexes."""
         self.root.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30)
-        conn.executescript(_SCHEMA)
+        try:
+            conn.executescript(_SCHEMA)
+        except sqlite3.OperationalError:
+            conn.close()
+            raise
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise self._damaged(exc) from None
         return conn
+
+    def _write(self, conn: sqlite3.Connection, statement: str, args) -> sqlite3.Cursor:
+        """Run one writing statement; a damaged file is a DamagedStoreError, while a full disk
+        or a read-only file stays an ``sqlite3.OperationalError`` (a storage problem)."""
+        try:
+            return conn.execute(statement, args)
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
 
     def _read(self, query: str, args=()) -> list[tuple]:
         """Rows of a read-only query. Reading never writes (a full disk, a read-only
         results folder or one without a database yet all read fine): no database is no rows."""
         if not self.path.exists():
             return []
-        with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                     timeout=30)) as conn:
-            try:
+        try:
+            with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                         timeout=30)) as conn:
                 return conn.execute(query, args).fetchall()
-            except sqlite3.OperationalError as exc:
-                if "no such table" in str(exc):
-                    return []
-                raise
+        except sqlite3.DatabaseError as exc:
+            if "no such table" in str(exc):
+                return []
+            raise self._damaged(exc) from None
+
+    def _result(self, text: str) -> BenchmarkResult:
+        """A stored result; one that no longer validates makes the whole database suspect."""
+        try:
+            return BenchmarkResult.model_validate_json(text)
+        except ValidationError as exc:
+            key, message, _ = first_validation_error(exc)
+            raise self._damaged(f"a stored result is invalid at {key or 'the top'!r}: {message}") from None
 
     def add(self, result: BenchmarkResult, run_dir: Path | None) -> bool:
         """Record a result; returns False when an ingested log with the same sha256 exists."""
         value = result.throughput.value if result.throughput else None
         unit = result.throughput.unit if result.throughput else None
         with closing(self._connect()) as conn, conn:
-            cursor = conn.execute(
+            cursor = self._write(
+                conn,
                 "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     result.run_id,
@@ -100,7 +139,7 @@ class ResultStore:
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
         rows = self._read(f"SELECT result_json FROM runs {where} ORDER BY created_at DESC LIMIT ?",
                           (*args, -1 if limit is None or since is not None else limit))
-        results = [BenchmarkResult.model_validate_json(row[0]) for row in rows]
+        results = [self._result(row[0]) for row in rows]
         if since is not None:  # compared as datetimes: stored offsets may differ
             results = [r for r in results if r.started_at >= since][:limit]
         return results
@@ -112,13 +151,13 @@ class ResultStore:
             return None
         exact = self._read("SELECT result_json FROM runs WHERE run_id = ?", (run_id,))
         if exact:
-            return BenchmarkResult.model_validate_json(exact[0][0])
+            return self._result(exact[0][0])
         escaped = run_id.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         rows = self._read("SELECT result_json FROM runs WHERE run_id LIKE ? ESCAPE '\\' LIMIT 2",
                           (escaped + "%",))
         if len(rows) != 1:
             return None
-        return BenchmarkResult.model_validate_json(rows[0][0])
+        return self._result(rows[0][0])
 
     def find_by_config_hash(self, config_hash: str, status: str | None = "success") -> list[BenchmarkResult]:
         query = "SELECT result_json FROM runs WHERE config_hash = ?"
@@ -127,7 +166,7 @@ class ResultStore:
             query += " AND status = ?"
             args.append(status)
         rows = self._read(query, args)
-        return [BenchmarkResult.model_validate_json(r[0]) for r in rows]
+        return [self._result(r[0]) for r in rows]
 
     def run_dirs(self) -> dict[str, str | None]:
         """Run id -> run folder, for readers (reports) that also need a run's files."""

@@ -23,7 +23,7 @@ from harness.certify.scoring import OLYMPIC_MIN
 from harness.certify.suite import Suite, plan_points, repeats_deviation
 from harness.config_resolution import parse_set_pairs
 from harness.dispatch import HookRouter
-from harness.errors import HarnessError, UserInputError
+from harness.errors import HarnessError, UnavailableError, UserInputError
 from harness.results_io import atomic_write_text
 from harness.runner.pipeline import RunObserver, RunRequest, execute, plan, replanned
 
@@ -101,6 +101,10 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
         run_request = run_request_for(point, request, spec.scale, runs_dir, set_pairs)
         try:
             context = plan(pm, registry, run_request)
+        except UnavailableError as exc:  # e.g. the memory planner: nothing fits this device
+            record.refused = f"cannot run on this machine: {exc}"
+            done += repeats
+            continue
         except HarnessError as exc:
             record.refused = f"config does not resolve: {exc}"
             done += repeats

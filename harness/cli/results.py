@@ -160,6 +160,13 @@ def register(app: typer.Typer, state) -> None:
         """
         from harness.export.table import export_rows, to_csv, to_jsonl, write_export
 
+        if to is not None and to.is_dir():
+            raise UserInputError(f"--to {to} is a folder; give a file name, e.g. {to / 'runs.csv'}")
+        if to is not None and to.parent.exists() and not to.parent.is_dir():
+            raise UserInputError(f"--to {to}: {to.parent} is a file, not a folder")
+        if tensorboard is not None and tensorboard.exists() and not tensorboard.is_dir():
+            raise UserInputError(f"--tensorboard {tensorboard} is a file; give a folder (it is "
+                                 "created if missing)")
         selected = query(output, case, framework, vendor, status, since, None)
         rows = export_rows(selected, per_repeat=repeats)
         if tensorboard is not None:
@@ -174,6 +181,10 @@ def register(app: typer.Typer, state) -> None:
                        f"view with: tensorboard --logdir {tensorboard}", err=True)
             if to is None:
                 return
-        write_export(to_csv(rows, repeats) if format_ is ExportFormat.csv else to_jsonl(rows), to)
+        try:
+            write_export(to_csv(rows, repeats) if format_ is ExportFormat.csv else to_jsonl(rows), to)
+        except OSError as exc:
+            raise UserInputError(f"--to {to}: cannot write it ({exc.strerror or exc}); give a "
+                                 "file in a writable folder, or leave --to out for stdout") from None
         if to is not None:
             typer.echo(f"{len(rows)} rows -> {to}", err=True)

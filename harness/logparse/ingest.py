@@ -128,8 +128,17 @@ def _case_spec(registry: Registry, name: str, unit: str) -> CaseSpec:
 def parse_log_file(registry: Registry, request: ParseRequest) -> ParseOutcome:
     """Parse one log into a BenchmarkResult (source="ingested") and its legacy index."""
     path = Path(request.path)
+    if path.is_dir():
+        raise UserInputError(f"{path} is a folder; give log files (e.g. {path}/*.log)")
     if not path.is_file():
         raise UserInputError(f"{path}: no such log file")
+    try:
+        return _parse_readable(registry, request, path)
+    except OSError as exc:
+        raise UserInputError(f"{path}: cannot read the log ({exc.strerror or exc})") from None
+
+
+def _parse_readable(registry: Registry, request: ParseRequest, path: Path) -> ParseOutcome:
     fmt = choose_format(registry, request)
     method = canonical_method(request.method or fmt.default_method)
     if method == "analysis-py" and fmt.name != "keyword":
@@ -268,14 +277,24 @@ def ingest(outcome: ParseOutcome, output: Path) -> tuple[bool, Path]:
     ingested before, in which case nothing is written.
     """
     import json
+    import sqlite3
 
+    from harness.errors import StorageError
     from harness.store import ResultStore
 
-    run_dir = (Path(output) / outcome.result.run_id).resolve()
-    added = ResultStore(Path(output)).add(outcome.result, run_dir)
-    if added:
-        atomic_write_text(run_dir / "result.json", outcome.result.model_dump_json(indent=2) + "\n")
-        index_path = run_dir / "index" / legacy_file_name(outcome.result, outcome.case)
-        atomic_write_text(index_path, json.dumps(outcome.legacy.model_dump(), ensure_ascii=False,
-                                                 indent=1) + "\n")
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise UserInputError(f"--output {output} is a file; give the results folder (it is "
+                             "created if missing)")
+    run_dir = (output / outcome.result.run_id).resolve()
+    try:
+        added = ResultStore(output).add(outcome.result, run_dir)
+        if added:
+            atomic_write_text(run_dir / "result.json", outcome.result.model_dump_json(indent=2) + "\n")
+            index_path = run_dir / "index" / legacy_file_name(outcome.result, outcome.case)
+            atomic_write_text(index_path, json.dumps(outcome.legacy.model_dump(), ensure_ascii=False,
+                                                     indent=1) + "\n")
+    except (OSError, sqlite3.OperationalError) as exc:
+        raise StorageError(f"could not record {outcome.result.log_file} in {output}: "
+                           f"{getattr(exc, 'strerror', None) or exc}") from None
     return added, run_dir

@@ -94,8 +94,12 @@ class ResolvedConfig(BaseModel):
     )
     sources: dict[str, str] = Field(
         default_factory=dict,
-        description="Where each non-default value came from: smoke, vendor:<file>, cli, "
-                    "devices:<vendor> (a process per device of the vendor).",
+        description="Where each value that is not the case's default came from: smoke (the "
+                    "--scale smoke preset), vendor:<config name> (the vendor per-case config, "
+                    "named by hardware_config), cli (the command line: an option, --set, the case "
+                    "string, or a sweep point), devices:<vendor> (a process per device of the "
+                    "vendor), memory-planner (changed to fit device memory), suite:<name> (a "
+                    "certification suite's setting).",
     )
     code: dict[str, str] | None = Field(
         None,

@@ -33,7 +33,7 @@ from harness.result_builder import (
 from harness.results_io import atomic_write_text, new_run_id, write_run_files
 from harness.runner.observer import RunObserver, StepClock
 from harness.runner.signals import Terminated, deferred_signals, raise_for, stop_signals_raise
-from harness.store import ResultStore
+from harness.store import DamagedStoreError, ResultStore
 
 if TYPE_CHECKING:
     import pluggy
@@ -608,6 +608,8 @@ def _record(registry: Registry, context: RunContext, request: RunRequest,
         problems.append(f"result files in {run_dir}: {exc.strerror or exc}")
     try:
         ResultStore(request.output).add(result, run_dir)
+    except DamagedStoreError as exc:
+        problems.append(str(exc))
     except (OSError, sqlite3.Error) as exc:
         problems.append(f"database {ResultStore(request.output).path}: {exc}")
     report = RunReport(result=result, run_dir=run_dir, legacy_path=legacy_path)

@@ -150,6 +150,8 @@ def _point(base: SweepPoint, values: dict[str, Any], where: str) -> SweepPoint:
     if unknown:
         raise UserInputError(
             f"{where}: unknown field(s) {', '.join(unknown)}; valid: {', '.join(RUN_FIELDS)}")
+    if "set" in values and not isinstance(values["set"], (dict, tuple)):
+        raise UserInputError(f"{where}: 'set' must be a table of key = value, got {values['set']!r}")
     try:
         return base.merged(values)
     except ValidationError as exc:
@@ -198,6 +200,12 @@ def load_sweep_file(path: Path) -> SweepSpec:
         data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UserInputError(f"sweep file {path} does not exist") from None
+    except IsADirectoryError:
+        raise UserInputError(f"sweep file {path} is a folder; give a .toml file (see sweeps/)") from None
+    except OSError as exc:
+        raise UserInputError(f"sweep file {path} cannot be read: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise UserInputError(f"sweep file {path} is not UTF-8 text (a TOML file is)") from None
     except tomllib.TOMLDecodeError as exc:
         raise UserInputError(f"sweep file {path} is not valid TOML: {exc}") from None
     unknown = sorted(set(data) - {"sweep", "matrix", "group"})
@@ -205,22 +213,36 @@ def load_sweep_file(path: Path) -> SweepSpec:
         raise UserInputError(
             f"sweep file {path}: unknown top-level table(s) {', '.join(unknown)}; "
             "valid: [sweep], [matrix], [[group]]")
-    head = dict(data.get("sweep", {}))
+    head = dict(_table(data.get("sweep", {}), f"sweep file {path}: [sweep]"))
     meta = {key: head.pop(key) for key in ("name", "description", "source") if key in head}
+    raw_groups = data.get("group", [])
+    if not isinstance(raw_groups, list):
+        raise UserInputError(f"sweep file {path}: 'group' must be an array of tables ([[group]])")
     groups = []
-    for raw in data.get("group", []):
-        raw = dict(raw)
+    for number, raw in enumerate(raw_groups, start=1):
+        raw = dict(_table(raw, f"sweep file {path}: [[group]] number {number}"))
         if "name" not in raw:
             raise UserInputError(f"sweep file {path}: every [[group]] needs a name")
         group_meta = {key: raw.pop(key) for key in ("name", "description") if key in raw}
         matrix = raw.pop("matrix", {})
-        groups.append(SweepGroup(**group_meta, defaults=raw, matrix=matrix))
+        try:
+            groups.append(SweepGroup(**group_meta, defaults=raw, matrix=matrix))
+        except ValidationError as exc:
+            key, message, value = first_validation_error(exc)
+            raise UserInputError(f"sweep file {path}: [[group]] number {number}: invalid {key!r}: "
+                                 f"{message} (got {value!r})") from None
     meta.setdefault("name", Path(path).stem)
     try:
         return SweepSpec(**meta, defaults=head, matrix=data.get("matrix", {}), groups=groups)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        raise UserInputError(f"sweep file {path}: {first['msg']} at {first['loc']}") from None
+        key, message, value = first_validation_error(exc)
+        raise UserInputError(f"sweep file {path}: invalid {key!r}: {message} (got {value!r})") from None
+
+
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise UserInputError(f"{where} must be a table of key = value, got {value!r}")
+    return value
 
 
 def set_values(raw: str) -> list[str]:

@@ -79,6 +79,31 @@ def test_misspelt_vendor_key_names_the_file_and_suggests_the_key():
     assert "Did you mean 'micro_batch_size'?" in message and "\n" not in message
 
 
+@pytest.mark.parametrize("values, message", [
+    ({"sharding_degree": "8"}, "sharding_degree = '8' is a string; expected an integer"),
+    ({"sharding_degree": 8.5}, "sharding_degree = 8.5 is a float; expected an integer"),
+    ({"tensor_parallel_degree": True}, "tensor_parallel_degree = True is a boolean; expected an integer"),
+    ({"compile": 1}, "compile = 1 is an integer; expected a boolean"),
+    ({"recompute": 3}, "recompute = 3 is an integer; expected a string"),
+    ({"micro_batch_size": "4"}, "micro_batch_size = '4': Input should be a valid integer"),
+    ({"micro_batch_size": True}, "micro_batch_size = True: Input should be a valid integer"),
+    ({"precision": 16}, "precision = 16: Input should be 'fp32'"),
+])
+def test_vendor_value_of_the_wrong_type_names_file_key_and_type(values, message):
+    path = "/vendors/x/configs/gpt3_6.7B/paddle/default.toml"
+    with pytest.raises(HarnessError) as info:
+        resolve(vendor_config=VendorCaseConfig(name="default", path=path, values=values))
+    assert str(info.value).startswith(f"vendor config {path}: {message}"), str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_vendor_values_of_the_right_type_pass():
+    config = resolve(vendor_config=VendorCaseConfig(name="v", values={
+        "sharding_degree": 8, "compile": True, "recompute": "full", "micro_batch_size": 4}))
+    assert config.params["sharding_degree"] == 8 and config.params["compile"] is True
+    assert config.settings.micro_batch_size == 4
+
+
 def test_set_pairs_need_an_equals_sign():
     assert parse_set_pairs(["a=1", "b = x=y"]) == {"a": "1", "b": "x=y"}
     with pytest.raises(UserInputError, match="key=value"):

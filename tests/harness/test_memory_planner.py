@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from harness import hookimpl
-from harness.errors import UserInputError
+from harness.errors import UnavailableError
 from harness.memory_planner import PLANNER_SOURCE, planner_note, usable_bytes
 from harness.models import CaseSpec, DeviceInfo, DeviceSet, FrameworkSpec, VendorSpec
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
@@ -86,7 +86,7 @@ def test_keys_set_on_the_command_line_are_never_changed():
 
 
 def test_nothing_fits_is_a_one_line_refusal_naming_what_would():
-    with pytest.raises(UserInputError) as error:
+    with pytest.raises(UnavailableError) as error:  # the refusal of unsupported_reason's kind
         planned(10, "width=4", "offload=none")
     message = str(error.value)
     assert "\n" not in message and error.value.exit_code == 2
@@ -97,3 +97,32 @@ def test_nothing_fits_is_a_one_line_refusal_naming_what_would():
 def test_usable_memory_leaves_a_reserve():
     assert usable_bytes(80 * GIB) == 76 * GIB
     assert usable_bytes(20 * GIB) == 18 * GIB
+
+
+def _toy_pm(memory_gib: float):
+    return make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(ToyGpuPlugin(memory_gib),))
+
+
+def test_a_sweep_skips_a_point_that_does_not_fit_with_the_reason(tmp_path):
+    from harness.sweep.planner import SweepOptions, plan_sweep
+    from harness.sweep.spec import SweepPoint
+
+    pm = _toy_pm(10)
+    point = SweepPoint(case="toy", vendor="toygpu", framework="toyfw",
+                       set=(("offload", "none"), ("width", 4)))
+    [planned_point] = plan_sweep(pm, Registry.from_plugins(pm), [point],
+                                 SweepOptions(output=tmp_path / "results"))
+    assert planned_point.state == "skipped"
+    assert "Toy GPU" in planned_point.reason and "Would fit" in planned_point.reason
+
+
+def test_harness_run_refuses_in_one_line_with_exit_2(tmp_path, capsys, monkeypatch):
+    import harness.cli.main as cli_main
+
+    app = cli_main.build_app(_toy_pm(10))
+    monkeypatch.setattr(cli_main, "build_app", lambda pm=None: app)
+    code = cli_main.main(["run", "--case", "toy", "--vendor", "toygpu", "--framework", "toyfw",
+                          "--set", "width=4", "--set", "offload=none", "--output", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: toy needs about 40.0 GiB"), err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "r").exists()

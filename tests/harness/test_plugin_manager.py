@@ -27,6 +27,45 @@ def test_blocked_builtin_is_not_loaded(monkeypatch):
     assert pm.get_plugin("harness_cpu.plugin") is not None
 
 
+def _fail_to_import(monkeypatch, failing: str) -> None:
+    import importlib
+
+    import harness.plugin_manager
+
+    real = importlib.import_module
+
+    def import_module(name, *args):
+        if name == failing:
+            raise ModuleNotFoundError("No module named 'pynvml'")
+        return real(name, *args)
+
+    monkeypatch.setattr(harness.plugin_manager.importlib, "import_module", import_module)
+
+
+def test_builtin_that_fails_to_import_is_skipped_with_a_warning(monkeypatch):
+    from harness.plugin_manager import PluginLoadWarning
+
+    _fail_to_import(monkeypatch, "harness_nvidia.plugin")
+    with pytest.warns(PluginLoadWarning) as caught:
+        pm = make_plugin_manager(load_entrypoints=False, blocked=set())
+    [warning] = [str(w.message) for w in caught]
+    assert warning.startswith("built-in plugin 'harness_nvidia.plugin' failed to import and was "
+                              "skipped: ModuleNotFoundError: No module named 'pynvml'")
+    assert pm.get_plugin("harness_nvidia.plugin") is None
+    assert pm.get_plugin("harness_cpu.plugin") is not None
+
+
+def test_cli_carries_on_without_a_builtin_that_fails_to_import(monkeypatch, capsys):
+    from harness.cli.main import main
+
+    _fail_to_import(monkeypatch, "harness_nvidia.plugin")
+    assert main(["list", "vendors"]) == 0
+    captured = capsys.readouterr()
+    assert "cpu" in captured.out and "nvidia" not in captured.out.lower()
+    [line] = captured.err.strip().splitlines()
+    assert line.startswith("warning: built-in plugin 'harness_nvidia.plugin' failed to import")
+
+
 def test_unknown_hook_implementation_is_rejected():
     class Typo:
         @hookimpl

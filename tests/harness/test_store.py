@@ -68,3 +68,50 @@ def test_list_filters_by_lists_and_since(tmp_path):
     assert [r.run_id for r in store.list(since=since)] == ["s2", "s1"]
     assert [r.run_id for r in store.list(since=since, limit=1)] == ["s2"]
     assert len(store.list(limit=None)) == 3
+
+
+def _recorded(tmp_path):
+    from tests.harness.report.factory import make_result, record
+
+    root = tmp_path / "results"
+    record(root, make_result("r-1"))
+    return ResultStore(root)
+
+
+def test_a_file_that_is_not_a_database_is_a_one_line_error(tmp_path):
+    from harness.store import DamagedStoreError
+
+    store = ResultStore(tmp_path)
+    store.path.write_text("not a database at all, just text " * 100)
+    for read in (store.list, lambda: store.get("r"), store.run_dirs,
+                 lambda: store.find_by_config_hash("h")):
+        with pytest.raises(DamagedStoreError, match="cannot be used .*file is not a database"):
+            read()
+    from tests.harness.report.factory import make_result
+
+    with pytest.raises(DamagedStoreError, match="move it aside"):
+        store.add(make_result("r-2"), None)
+
+
+def test_a_truncated_database_is_a_one_line_error(tmp_path):
+    from harness.store import DamagedStoreError
+
+    store = _recorded(tmp_path)
+    data = store.path.read_bytes()
+    store.path.write_bytes(data[:len(data) // 2] + b"\0" * 17 + data[len(data) // 2 + 17:][:100])
+    with pytest.raises(DamagedStoreError, match="cannot be used"):
+        store.list()
+
+
+def test_a_stored_result_that_is_no_longer_valid_is_a_one_line_error(tmp_path):
+    import sqlite3
+
+    from harness.store import DamagedStoreError
+
+    store = _recorded(tmp_path)
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("UPDATE runs SET result_json = '{\"run_id\": '")
+    with pytest.raises(DamagedStoreError, match="a stored result is invalid"):
+        store.list()
+    with pytest.raises(DamagedStoreError, match="a stored result is invalid"):
+        store.get("r-1")

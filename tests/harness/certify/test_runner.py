@@ -128,3 +128,38 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, regis
     assert [s.score for s in cert.summaries] == [s.score for s in claimed.summaries]
     chart = next((outcome.folder / "charts").glob("loss-*.svg")).read_text()
     assert "repeat 3" in chart  # the report drew every repeat from the evaluation's parse
+
+
+class TinyGpuVendor:
+    """A CUDA-like GPU vendor whose device has 1 MiB usable: no config fits."""
+
+    @hookimpl
+    def register_vendors(self, register):
+        from harness.models.device import DeviceBackend, FrameworkDevice
+
+        backend = DeviceBackend(device_type="cuda", addressed_by_local_rank=True,
+                                frameworks={"torch": FrameworkDevice(device_type="cuda",
+                                                                     dist_backend="nccl")})
+        register(VendorSpec(name="tinygpu", description="test", device_kind="gpu", backend=backend))
+
+    @hookimpl
+    def discover_devices(self, vendor):
+        if vendor == "tinygpu":
+            return DeviceSet(vendor=vendor, kind="gpu", devices=[
+                DeviceInfo(index=0, name="tiny gpu", memory_bytes=2 * 2**30 + 2**20)])
+        return None
+
+
+def test_a_point_that_does_not_fit_in_memory_is_refused_as_not_runnable_here(tmp_path):
+    from harness.certify.runner import CertifyRequest, run_certification
+    from harness.certify.suite import Suite, parse_suite_text
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+
+    pm = make_plugin_manager(load_entrypoints=False, extra=(TinyGpuVendor(),))
+    suite = Suite(spec=parse_suite_text(SUITE, "t"), text=SUITE, source="test")
+    outcome = run_certification(pm, Registry.from_plugins(pm),
+                                CertifyRequest(suite=suite, vendor="tinygpu", output=tmp_path))
+    refused = outcome.certification.points[0].refused
+    assert refused.startswith("cannot run on this machine: gpt3_125M needs about"), refused
+    assert "tiny gpu has" in refused and outcome.certification.points[0].run_ids == []

@@ -72,6 +72,41 @@ def test_missing_file_exits_2(tmp_path, capsys):
     assert "no such log file" in capsys.readouterr().err
 
 
+def _one_error_line(capsys, message: str) -> None:
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_folder_is_not_a_log(tmp_path, capsys):
+    assert main(["parse", str(tmp_path), "--ingest", "--output", str(tmp_path / "results")]) == 2
+    _one_error_line(capsys, "is a folder; give log files")
+
+
+def test_unreadable_log_exits_2(tmp_path, capsys, monkeypatch):
+    from harness.logparse import detect
+
+    def denied(path, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    # chmod 000 does not stop root (CI runs as root), so the read itself is made to fail.
+    monkeypatch.setattr(detect, "open", denied, raising=False)
+    assert main(["parse", good_log(tmp_path), "--ingest", "--output", str(tmp_path / "results")]) == 2
+    _one_error_line(capsys, "cannot read the log (Permission denied)")
+
+
+def test_ingest_into_a_file_or_a_damaged_database_exits_2(tmp_path, capsys):
+    log = good_log(tmp_path)
+    not_a_folder = tmp_path / "results.txt"
+    not_a_folder.write_text("x")
+    assert main(["parse", log, "--ingest", "--output", str(not_a_folder)]) == 2
+    _one_error_line(capsys, "is a file; give the results folder")
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "harness.db").write_text("not sqlite " * 200)
+    assert main(["parse", log, "--ingest", "--output", str(damaged)]) == 2
+    _one_error_line(capsys, "harness.db cannot be used (file is not a database)")
+
+
 def test_ingest_twice_says_so(tmp_path, capsys):
     log, out = good_log(tmp_path), str(tmp_path / "results")
     assert main(["parse", log, "--ingest", "--output", out]) == 0

@@ -64,6 +64,41 @@ def test_export_csv_and_jsonl_with_stable_columns(results, tmp_path, capsys):
     assert main(["results", "export", "--output", str(results), "--format", "xml"]) == 2
 
 
+@pytest.mark.parametrize("target, message", [
+    (lambda tmp: ["--to", str(tmp)], "is a folder; give a file name"),
+    (lambda tmp: ["--to", str(tmp / "file.txt" / "runs.csv")], "file.txt is a file, not a folder"),
+    (lambda tmp: ["--tensorboard", str(tmp / "file.txt")], "is a file; give a folder"),
+])
+def test_export_to_a_bad_target_exits_2(results, tmp_path, capsys, target, message):
+    (tmp_path / "file.txt").write_text("x")
+    assert main(["results", "export", "--output", str(results), *target(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_export_to_an_unwritable_target_exits_2(results, tmp_path, capsys, monkeypatch):
+    import harness.results_io
+
+    def full(path, text):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(harness.results_io, "atomic_write_text", full)
+    assert main(["results", "export", "--output", str(results), "--to", str(tmp_path / "r.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot write it (No space left on device)" in err and len(err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("command", [["results", "list"], ["results", "show", "r-old"],
+                                     ["results", "export"], ["report"]])
+def test_a_damaged_database_is_one_line_and_exit_2(tmp_path, capsys, command):
+    root = tmp_path / "results"
+    root.mkdir()
+    (root / "harness.db").write_bytes(b"SQLite format 3\0" + b"\xff" * 4000)
+    assert main([*command, "--output", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert "harness.db cannot be used" in err and len(err.strip().splitlines()) == 1, err
+
+
 def test_readme_documents_the_export_columns():
     from pathlib import Path
 

@@ -90,6 +90,13 @@ def test_duplicates_are_dropped():
     ("[sweeps]\n", "unknown top-level table"),
     ("[[group]]\n[group.matrix]\ncase=['c']\n", "needs a name"),
     ("[matrix\n", "not valid TOML"),
+    ("sweep = 3\n", "[sweep] must be a table"),
+    ("group = 'x'\n", "'group' must be an array of tables"),
+    ("group = [1]\n", "[[group]] number 1 must be a table"),
+    ("[[group]]\nname = 1\n", "[[group]] number 1: invalid 'name'"),
+    ("[[group]]\nname = 'a'\nmatrix = 3\n", "[[group]] number 1: invalid 'matrix'"),
+    ("[sweep]\ncase = 'c'\nset = 3\n", "'set' must be a table"),
+    ("[sweep]\ndescription = 3\n", "invalid 'description'"),
 ])
 def test_bad_files_give_clear_errors(tmp_path, text, message):
     with pytest.raises(UserInputError, match=None) as info:
@@ -100,6 +107,15 @@ def test_bad_files_give_clear_errors(tmp_path, text, message):
 def test_missing_file(tmp_path):
     with pytest.raises(UserInputError, match="does not exist"):
         load_sweep_file(tmp_path / "nope.toml")
+
+
+def test_unreadable_files_give_clear_errors(tmp_path):
+    with pytest.raises(UserInputError, match="is a folder"):
+        load_sweep_file(tmp_path)
+    binary = tmp_path / "binary.toml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(UserInputError, match="not UTF-8 text"):
+        load_sweep_file(binary)
 
 
 def test_empty_spec_expands_to_one_blank_point():
