@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from harness.cache import default_cache_dir
 from harness.case_string import parse_case_string
-from harness.config_resolution import parse_set_pairs, resolve_config
+from harness.config_resolution import parse_set_pairs, relabel_request_values, resolve_config
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError, StorageError, UnavailableError, UserInputError
 from harness.fingerprint import environment_fingerprint
@@ -68,6 +68,9 @@ class RunRequest:
     job_id: str | None = None  # multi-node: shared by every node (else HARNESS_JOB_ID, SLURM_JOB_ID)
     node_rank: int | None = None  # multi-node: this node's (else NODE_RANK, SLURM_NODEID)
     launcher: Launcher = "local"  # slurm: one srun task per node, identity from Slurm's variables
+    # Config keys whose value this request carries from elsewhere than the command line, and
+    # their source label (a sweep file's ``sweep:<file name>``); the others are ``cli``.
+    origins: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -129,6 +132,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
         cli_set=parse_set_pairs(request.set_pairs),
         layout={"nproc": (nproc, nproc_source), "nnodes": (nnodes, nnodes_source)},
     )
+    config.sources = relabel_request_values(config.sources, request.origins)
     config = _with_device_backend(config, vendor)
     owners = {router.framework_owner(framework), router.vendor_owner(request.vendor),
               *router.case_owners(case, "dataset"), *router.case_owners(case, "model")}
