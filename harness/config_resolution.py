@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
@@ -15,6 +16,10 @@ if TYPE_CHECKING:
     from harness.models.vendor_config import VendorCaseConfig
 
 SETTINGS_KEYS = frozenset(RunSettings.model_fields)
+#: Source of the values a run request carries (ResolvedConfig.sources documents the labels).
+CLI_SOURCE = "cli"
+#: Prefix of the source of a sweep file's values: ``sweep:<file name>``.
+SWEEP_SOURCE = "sweep:"
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off"}
 
@@ -28,6 +33,20 @@ def parse_set_pairs(pairs: list[str]) -> dict[str, str]:
             raise UserInputError(f"--set expects key=value, got {pair!r}")
         result[key.strip()] = value.strip()
     return result
+
+
+def set_by_user(source: str) -> bool:
+    """Whether a value came from whoever ran it (the command line or a sweep file), not from
+    the case, its smoke preset, a vendor config, a suite or the planner."""
+    return source == CLI_SOURCE or source.startswith(SWEEP_SOURCE)
+
+
+def relabel_request_values(sources: Mapping[str, str], labels: Mapping[str, str]) -> dict[str, str]:
+    """``sources`` with the request's values (``cli``) of the keys in ``labels`` named after
+    where they really came from (a sweep file, a certification suite): the request carries
+    them all alike, whoever set them."""
+    return {key: labels.get(key, source) if source == CLI_SOURCE else source
+            for key, source in sources.items()}
 
 
 def convert_param(key: str, raw: Any, default: ParamValue) -> ParamValue:
@@ -151,12 +170,13 @@ def resolve_config(
         apply(vendor_config.values, f"vendor:{vendor_config.name}", check_immutable=False)
     if scale == "smoke":
         apply(case.smoke, "smoke", check_immutable=False)
-    apply({k: v for k, v in (cli_settings or {}).items() if v is not None}, "cli", check_immutable=True)
+    apply({k: v for k, v in (cli_settings or {}).items() if v is not None}, CLI_SOURCE,
+          check_immutable=True)
     for key, (value, source) in (layout or {}).items():
-        apply({key: value}, source or "case", check_immutable=source == "cli")
+        apply({key: value}, source or "case", check_immutable=source == CLI_SOURCE)
         if source is None:
             del sources[key]
-    apply(cli_set or {}, "cli", check_immutable=True)
+    apply(cli_set or {}, CLI_SOURCE, check_immutable=True)
 
     for key, allowed in case.choices.items():
         if key in params and params[key] not in allowed:

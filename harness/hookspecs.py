@@ -471,8 +471,9 @@ def memory_plan(context: RunContext, device_memory_bytes: int) -> MemoryPlan | N
     need less memory, fastest first (less recompute before more, larger micro-batches before
     smaller, the optimizer in device memory before host memory). The core's memory planner
     keeps the first candidate that fits the device (less an allocator and context reserve),
-    never changes a key the user set on the command line, and refuses the run in one line,
-    before launching anything, when none fits, quoting ``hints`` (layouts that would fit).
+    never changes a key the user set (on the command line or in a sweep file), and refuses the
+    run in one line, before launching anything, when none fits, quoting ``hints`` (layouts
+    that would fit).
 
     Example::
 

@@ -3,7 +3,7 @@
 The framework plugin that owns the model estimates the per-device peak of the resolved config
 and of alternatives (the ``memory_plan`` hook); the planner keeps the first that fits the
 smallest device the run uses, or refuses in one line naming what would fit. It never changes
-a key the user set on the command line. A refusal is an ``UnavailableError``, like a plugin's
+a key the user set (on the command line or in a sweep file). A refusal is an ``UnavailableError``, like a plugin's
 ``unsupported_reason``: ``harness run`` exits 2 and a sweep lists the point as skipped.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from harness.config_resolution import SETTINGS_KEYS, convert_param
+from harness.config_resolution import SETTINGS_KEYS, convert_param, set_by_user
 from harness.errors import UnavailableError
 from harness.models.config import ResolvedConfig, RunSettings
 from harness.models.context import RunContext
@@ -77,7 +77,7 @@ def fit_to_memory(router: HookRouter, context: RunContext) -> RunContext:
     if plan is None or not plan.candidates:
         return context
     usable = usable_bytes(capacity)
-    pinned = {k for k, source in context.config.sources.items() if source == "cli"}
+    pinned = {k for k, source in context.config.sources.items() if set_by_user(source)}
     first = plan.candidates[0]
     allowed: list[MemoryCandidate] = [c for c in plan.candidates if not (set(c.overrides) & pinned)]
     chosen = next((c for c in allowed if c.estimate.total_bytes <= usable), None)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Iterable, Sequence
 
+from harness.config_resolution import CLI_SOURCE, SWEEP_SOURCE, set_by_user
 from harness.logparse.summary import LogReading
 from harness.measurement_window import locked_keys_touched
 from harness.models import BenchmarkResult, DeviceSet, ResolvedConfig
@@ -81,10 +82,22 @@ def log_verdict(status: RunStatus, reason: str | None, reading: LogReading | Non
 
 
 def modified_keys(config: ResolvedConfig) -> list[str]:
-    """Measurement-window keys the command line set (``--set``, ``--max-steps``): allowed for
-    exploration, but the figure is then not the case's own. The smoke preset's and the case's
-    values are the case's."""
-    return locked_keys_touched([key for key, source in config.sources.items() if source == "cli"])
+    """Measurement-window keys the command line (``--set``, ``--max-steps``) or a sweep file
+    set: allowed for exploration, but the figure is then not the case's own. The smoke
+    preset's and the case's values are the case's."""
+    return locked_keys_touched([key for key, source in config.sources.items() if set_by_user(source)])
+
+
+def modified_origins(result: BenchmarkResult) -> list[tuple[list[str], str]]:
+    """The result's ``modified`` keys grouped by where they were set, for people:
+    ``(["max_steps"], "on the command line")``, ``(["skip_steps"], "in sweep file x.toml")``."""
+    groups: dict[str, list[str]] = {}
+    for key in result.modified:
+        source = result.config.sources.get(key, CLI_SOURCE)
+        where = (f"in sweep file {source.removeprefix(SWEEP_SOURCE)}"
+                 if source.startswith(SWEEP_SOURCE) else "on the command line")
+        groups.setdefault(where, []).append(key)
+    return [(keys, where) for where, keys in groups.items()]
 
 
 def log_peak_memory(reading: LogReading | None) -> int | None:

@@ -21,7 +21,7 @@ from harness.certify.record import Certification, PointRecord
 from harness.certify.report import write_certification_report
 from harness.certify.scoring import OLYMPIC_MIN
 from harness.certify.suite import Suite, plan_points, repeats_deviation
-from harness.config_resolution import parse_set_pairs
+from harness.config_resolution import parse_set_pairs, relabel_request_values
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError, UnavailableError, UserInputError
 from harness.results_io import atomic_write_text
@@ -167,10 +167,8 @@ def suite_sourced(context, point, suite_name: str):
     """Name the suite as the source of the settings it fixes: the library receives them as
     command-line settings, but they are the suite's, so its runs are not marked ``modified``
     for keeping the suite's measurement window."""
-    sources = context.config.sources
-    for key in point.settings:
-        if sources.get(key) == "cli":
-            sources[key] = f"suite:{suite_name}"
+    context.config.sources = relabel_request_values(
+        context.config.sources, dict.fromkeys(point.settings, f"suite:{suite_name}"))
     return context
 
 

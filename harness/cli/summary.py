@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.cli.console import make_console
+from harness.result_builder import modified_origins
 from rich.markup import escape
 from rich.table import Table
 
@@ -23,8 +24,9 @@ def print_summary(report, console=None) -> None:
     if r.failure_reason:
         table.add_row("reason", escape(r.failure_reason))
     if r.modified:
-        table.add_row("modified", f"[yellow]{', '.join(r.modified)}[/yellow] set on the command "
-                                  "line: not measured over the case's own window")
+        where = "; ".join(f"[yellow]{', '.join(keys)}[/yellow] set {escape(origin)}"
+                          for keys, origin in modified_origins(r))
+        table.add_row("modified", f"{where}: not measured over the case's own window")
     outside = [f"{p.name} ({p.distribution} {p.version}: {', '.join(f'{h} {role}' for h, role in p.hooks.items())})"
                for p in (r.provenance.plugins if r.provenance else []) if p.hooks and not p.builtin]
     if outside:

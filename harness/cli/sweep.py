@@ -112,7 +112,12 @@ def register(app: typer.Typer, state) -> None:
 
         console = make_console(stderr=True)
         out = make_console()
-        options = SweepOptions(output=output, data_dir=data_dir, env_mode=env.value, rerun=rerun)
+        options = SweepOptions(
+            output=output, data_dir=data_dir, env_mode=env.value, rerun=rerun,
+            sweep_file=file.name if file else None,
+            cli_fields=frozenset({axis for axis, values in axes.items() if values}
+                                 | (set(overrides) - {"set"})),
+            cli_set_keys=frozenset(set(set_axes) | set(overrides.get("set", {}))))
         planned = plan_sweep(state.plugin_manager(), registry, points, options)
         todo = sum(1 for p in planned if p.state == "todo")
         counts = {s: sum(1 for p in planned if p.state == s) for s in ("done", "skipped", "invalid")}

@@ -96,10 +96,11 @@ class ResolvedConfig(BaseModel):
         default_factory=dict,
         description="Where each value that is not the case's default came from: smoke (the "
                     "--scale smoke preset), vendor:<config name> (the vendor per-case config, "
-                    "named by hardware_config), cli (the command line: an option, --set, the case "
-                    "string, or a sweep point), devices:<vendor> (a process per device of the "
-                    "vendor), memory-planner (changed to fit device memory), suite:<name> (a "
-                    "certification suite's setting).",
+                    "named by hardware_config), cli (the command line of a run or a sweep: an "
+                    "option, --set, the case string), sweep:<file name> (a sweep file's value), "
+                    "devices:<vendor> (a process per device of the vendor), memory-planner "
+                    "(changed to fit device memory), suite:<name> (a certification suite's "
+                    "setting).",
     )
     code: dict[str, str] | None = Field(
         None,

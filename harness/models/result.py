@@ -194,7 +194,8 @@ class BenchmarkResult(BaseModel):
     modified: list[str] = Field(
         default_factory=list,
         description="Measurement-window keys (steps, warm-up, learning rate and schedule, "
-                    "dataset, seed) set on the command line: the figure is not the case's own.")
+                    "dataset, seed) set on the command line or in a sweep file (config.sources "
+                    "says which): the figure is not the case's own.")
     readback: dict[str, Any] | None = Field(
         None, description="What the training script said it built and ran (its read-back line).")
     provenance: Provenance | None = Field(

@@ -17,6 +17,7 @@ from harness.report.noise import (
     repeat_values, run_noise,
 )
 from harness.report.svg import HLine, Series, Shade, line_chart
+from harness.result_builder import modified_origins
 
 StepReader = Callable[[ReportRun], "list[StepRecord] | None"]
 MIB = 1024 * 1024
@@ -85,9 +86,10 @@ def _value_cell(run: ReportRun | None, threshold: float) -> Cell:
     if total is not None:
         detail += f"; total work {fmt_value(total)} {run.unit} (units / measured wall time)"
     badge = "noisy" if is_noisy(run.result, threshold) else None
-    if run.result.modified:  # measured over a window set on the command line, not the case's
+    if run.result.modified:  # measured over a window someone chose, not the case's
         badge = "modified"
-        detail += f"; modified: {', '.join(run.result.modified)} set on the command line"
+        detail += "; modified: " + "; ".join(f"{', '.join(keys)} set {origin}"
+                                             for keys, origin in modified_origins(run.result))
     return Cell(fmt_value(run.value), numeric=True, badge=badge, title=detail)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
+from harness.config_resolution import SWEEP_SOURCE
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError, UnavailableError, UserInputError
 from harness.runner.pipeline import RunRequest, plan
@@ -43,6 +44,34 @@ class SweepOptions:
     cache_dir: Path | None = None
     env_mode: Literal["auto", "current"] = "auto"
     rerun: bool = False
+    # Where the points come from: the sweep file's name (None: the command line alone), the
+    # point fields and ``set`` keys the command line laid over the file's (still ``cli``).
+    sweep_file: str | None = None
+    cli_fields: frozenset[str] = frozenset()
+    cli_set_keys: frozenset[str] = frozenset()
+
+
+#: Point fields -> the config key each one sets.
+_FIELD_KEYS = {"batch_size": "micro_batch_size", "precision": "precision",
+               "max_steps": "max_steps", "nproc": "nproc", "nnodes": "nnodes"}
+
+
+def sweep_origins(point: SweepPoint, options: SweepOptions) -> dict[str, str]:
+    """The config keys of ``point`` whose value the sweep file set, labelled
+    ``sweep:<file name>`` (``RunRequest.origins``), so a result names the file, not the
+    command line. ``set`` values win over fields, as in config resolution."""
+    if options.sweep_file is None:
+        return {}
+    from_file: dict[str, bool] = {}
+    for name, key in _FIELD_KEYS.items():
+        if getattr(point, name) is not None:
+            from_file[key] = name not in options.cli_fields
+        elif name in ("nproc", "nnodes"):  # the case string's layout, when the point gives none
+            from_file[key] = "case" not in options.cli_fields
+    for key, _ in point.set:
+        from_file[key] = key not in options.cli_set_keys
+    label = SWEEP_SOURCE + options.sweep_file
+    return {key: label for key, file in from_file.items() if file}
 
 
 @dataclass
@@ -125,7 +154,7 @@ def _plan_point(pm, registry, store: ResultStore, device_cache: _DeviceCache, in
         precision=point.precision, max_steps=point.max_steps, set_pairs=point.set_pairs(),
         repeat=repeat, output=options.output, data_dir=options.data_dir,
         cache_dir=options.cache_dir, env_mode=options.env_mode,
-        hardware_config=point.hardware_config,
+        hardware_config=point.hardware_config, origins=sweep_origins(point, options),
     )
     try:
         context = plan(pm, registry, request)

@@ -85,6 +85,16 @@ def test_keys_set_on_the_command_line_are_never_changed():
     assert context.config.params["width"] == 4 and context.config.params["offload"] == "cpu"
 
 
+def test_keys_a_sweep_file_set_are_never_changed():
+    plugin = ToyGpuPlugin(30)
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    request = RunRequest(case="toy", vendor="toygpu", framework="toyfw", set_pairs=["width=4"],
+                         origins={"width": "sweep:toy.toml"})
+    context = plan(pm, Registry.from_plugins(pm), request)
+    assert context.config.sources["width"] == "sweep:toy.toml"
+    assert context.config.params["width"] == 4 and context.config.params["offload"] == "cpu"
+
+
 def test_nothing_fits_is_a_one_line_refusal_naming_what_would():
     with pytest.raises(UnavailableError) as error:  # the refusal of unsupported_reason's kind
         planned(10, "width=4", "offload=none")

@@ -54,7 +54,7 @@ def plan_context(tmp_path: Path, case: str, framework: str, *, nproc: int = 1, s
 
 def parse_as_launched(context, log_path: Path):
     """Read ``log_path`` the way the core reads a run's log: with the log format the
-    framework's launch declares (``harness.runner.pipeline.read_log``)."""
+    framework's launch declares (``harness.runner.attempt.read_log``)."""
     import sys
 
     from harness.dispatch import HookRouter

@@ -89,3 +89,15 @@ def test_summary_shows_the_device_utilisation_over_the_training_span():
     buffer = io.StringIO()
     print_summary(report, console=Console(file=buffer, width=160, force_terminal=False))
     assert "device utilisation" not in buffer.getvalue()
+
+
+def test_summary_names_where_the_modified_keys_were_set():
+    result = make_result("modified-run", value=100.0)
+    result.modified = ["learning_rate", "max_steps", "skip_steps"]
+    result.config.sources = {"learning_rate": "cli", "max_steps": "sweep:explore.toml",
+                             "skip_steps": "sweep:explore.toml"}
+    report = SimpleNamespace(result=result, run_dir=Path("/r"), legacy_path=Path("/r/index/x"))
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=200, force_terminal=False))
+    assert ("learning_rate set on the command line; max_steps, skip_steps set in sweep file "
+            "explore.toml: not measured over the case's own window") in buffer.getvalue()

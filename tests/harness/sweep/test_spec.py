@@ -151,3 +151,40 @@ def test_sweep_cli_turns_a_comma_set_into_an_axis(capsys, tmp_path):
     captured = capsys.readouterr()
     assert "2 points, 2 to run" in captured.err
     assert "[recompute=full]" in captured.out and "[recompute=none]" in captured.out
+
+
+def test_sweep_file_values_are_labelled_with_the_file_not_the_command_line(tmp_path, monkeypatch):
+    """A sweep file's values are the file's (``sweep:<file name>``), the command line's stay
+    ``cli``; window keys from either still mark the run modified."""
+    from harness.cli.main import main
+    from harness.result_builder import modified_keys
+    from harness.sweep import planner
+
+    planned = []
+
+    def recording(*args, **kwargs):
+        planned.extend(plan_sweep(*args, **kwargs))
+        return planned
+
+    plan_sweep = planner.plan_sweep
+    monkeypatch.setattr(planner, "plan_sweep", recording)
+    path = tmp_path / "explore.toml"
+    path.write_text('[sweep]\ncase = "gpt3_125M:pytorch_2.11:cpu:1:2:1"\nscale = "smoke"\n'
+                    'max_steps = 6\nset = {learning_rate = 0.002, recompute = "full"}\n'
+                    '[matrix]\nbatch_size = [2]\nprecision = ["fp32"]\n')
+    assert main(["sweep", str(path), "--max-steps", "5", "--precision", "bf16", "--set", "seed=3",
+                 "--dry-run", "--output", str(tmp_path / "results")]) == 0
+    [point] = planned
+    sources = point.context.config.sources
+    assert {key: sources[key] for key in ("learning_rate", "recompute", "micro_batch_size",
+                                          "nproc", "nnodes")} == dict.fromkeys(
+        ("learning_rate", "recompute", "micro_batch_size", "nproc", "nnodes"), "sweep:explore.toml")
+    assert (sources["max_steps"], sources["precision"], sources["seed"]) == ("cli", "cli", "cli")
+    assert point.context.config.settings.max_steps == 5
+    assert modified_keys(point.context.config) == ["learning_rate", "max_steps", "seed"]
+
+    # Without a file every value is the command line's.
+    planned.clear()
+    assert main(["sweep", "--case", "gpt3_125M", "--scale", "smoke", "--max-steps", "4",
+                 "--dry-run", "--output", str(tmp_path / "results")]) == 0
+    assert planned[0].context.config.sources["max_steps"] == "cli"

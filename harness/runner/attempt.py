@@ -1,0 +1,162 @@
+"""One attempt at a planned run: its repeats launched one after another (each timed by a
+StepClock), each repeat's log read and checked, and what ran kept in an Attempt so that an
+interruption at any point still records it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.dispatch import HookRouter
+from harness.logparse.summary import LogReading, reading_of, stream_log
+from harness.models import ParsedLog, ProcessOutcome, ResolvedConfig
+from harness.models.context import RunContext
+from harness.models.result import RepeatResult
+from harness.readback import ReadbackCheck, check_log
+from harness.result_builder import log_peak_memory, log_verdict, repeat_figures
+from harness.runner.observer import RunObserver, StepClock
+
+if TYPE_CHECKING:
+    from harness.models import DatasetInfo, ExecutionEnv, LaunchSpec
+
+
+def read_log(router: HookRouter, context: RunContext, launch: LaunchSpec,
+             log_path: Path) -> LogReading | None:
+    """Read a repeat's log once: with the framework's ``parse_log`` where it implements one
+    (its ParsedLog wins), else with the registered LogFormat the launch declared. None when
+    neither can read it."""
+    parsed: ParsedLog | None = router.parse_log(context, log_path)
+    if parsed is not None:
+        return reading_of(parsed)
+    formats = router.registry.log_formats
+    if launch.log_format not in formats:
+        return None
+    return stream_log(log_path, formats.get(launch.log_format), **log_hints(context))
+
+
+def log_hints(context: RunContext) -> dict[str, int | None]:
+    """What a run's log may not say but its config knows: process count, micro batch and
+    sequence length (per-process figures are scaled to the job, samples to tokens)."""
+    return config_log_hints(context.config)
+
+
+def config_log_hints(config: ResolvedConfig) -> dict[str, int | None]:
+    """``log_hints`` from a resolved config alone (re-reading a recorded run's log)."""
+    settings = config.settings
+    seq_len = config.params.get("seq_len")
+    return {"gpus": settings.world_size, "batch_size": settings.micro_batch_size,
+            "seq_len": int(seq_len) if isinstance(seq_len, (int, float)) else None}
+
+
+def _summarise_repeat(
+    context: RunContext, index: int, outcome: ProcessOutcome, reading: LogReading | None,
+    log_format: str, readback: ReadbackCheck,
+) -> tuple[RepeatResult, str | None]:
+    """Turn one repeat's outcome, log and read-back check into a RepeatResult and a failure
+    reason. A run that finished but trained something other than its config is invalid."""
+    figures = repeat_figures(reading, context.config.settings.skip_steps)
+    status, reason = log_verdict(outcome.status, outcome.reason, reading,
+                                 has_value=figures.final is not None)
+    if status == "success" and not readback.ok:
+        status, reason = "invalid", readback.reason()
+    repeat = RepeatResult(
+        index=index,
+        status=status,
+        final_result=figures.final,
+        step_time=figures.step_time,
+        log_file=Path(outcome.log_path).name,
+        log_format=log_format,
+        duration_s=outcome.duration_s,
+    )
+    return repeat, reason
+
+
+@dataclass
+class Attempt:
+    """What one run produced so far: kept up to date so that an interruption at any point
+    still records everything that ran."""
+
+    started: datetime
+    stage: str = "environment preparation"
+    launched: bool = False
+    env: ExecutionEnv | None = None
+    dataset: DatasetInfo | None = None
+    repeats: list[RepeatResult] = field(default_factory=list)
+    first: LogReading | None = None
+    first_readback: dict[str, Any] | None = None
+    scripts: list[str] = field(default_factory=list)
+    reason: str | None = None
+    status: str | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+    peak_memory: int | None = None
+    efficiency_router: HookRouter | None = None
+    outcomes: list[ProcessOutcome] = field(default_factory=list)
+
+    def fail(self, status: str, reason: str) -> None:
+        if self.status is None:
+            self.status, self.reason = status, reason
+
+
+def run_repeats(pm, registry, context: RunContext, observer: RunObserver,
+                attempt: Attempt) -> None:
+    settings = context.config.settings
+    router = attempt.efficiency_router = HookRouter(pm, registry)
+    if context.memory_estimate is not None:
+        from harness.memory_planner import planner_note
+
+        observer.stage("memory", planner_note(context))
+    observer.stage("environment", f"framework {context.framework}")
+    attempt.env = router.prepare_env(context)
+    attempt.stage = "data preparation"
+    observer.stage("data", f"dataset {context.case.dataset}")
+    attempt.dataset = router.prepare_data(context)
+    # The planner's router routed these two to the vendor's plugin; record them here too.
+    router.note("discover_devices", {router.vendor_owner(context.vendor)})
+    router.note("vendor_case_config", {router.vendor_owner(context.vendor)})
+    flops = router.model_flops(context)
+    info = getattr(pm, "harness_info", {}).get(router.framework_owner(context.framework))
+    # Built-in frameworks' scripts all print a read-back line; a third-party framework that
+    # prints none is recorded as not read back rather than failed.
+    readback_required = info is not None and info.source == "builtin"
+
+    total = context.repeats
+    for index in range(1, total + 1):
+        attempt.stage = f"repeat {index}"
+        ctx = context.model_copy(update={"repeat_index": index})
+        launch = router.run(ctx, attempt.env, attempt.dataset)
+        attempt.scripts += [s for s in launch.scripts if s not in attempt.scripts]
+        log_path = context.run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
+        observer.stage("train", f"repeat {index}/{total}")
+        clock = StepClock(observer, registry.log_formats.items)
+        clock.start_repeat(ctx, settings.max_steps, launch.log_format)
+        attempt.launched = True
+        try:
+            outcome: ProcessOutcome = router.execute(ctx, launch, log_path, clock)
+        finally:
+            clock.end_repeat()
+        attempt.outcomes.append(outcome)
+        if context.node_rank:  # the training figures are node 0's
+            if outcome.status != "success":
+                attempt.fail(outcome.status, outcome.reason or outcome.status)
+                break
+            continue
+        reading = read_log(router, ctx, launch, log_path)
+        readback = check_log(
+            log_path, ctx.config, device_kind=ctx.devices.kind, identifying=ctx.case.immutable,
+            model_parameters=flops.model_parameters if flops is not None else None,
+            required=readback_required)
+        repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, reading, launch.log_format,
+                                                  readback)
+        attempt.repeats.append(repeat)
+        attempt.extras.update(outcome.extras)
+        memory = log_peak_memory(reading)
+        if memory:
+            attempt.peak_memory = max(attempt.peak_memory or 0, memory)
+        if index == 1:
+            attempt.first, attempt.first_readback = reading, readback.readback
+        if repeat.status != "success":
+            attempt.fail(repeat.status,
+                         f"repeat {index}: {repeat_reason}" if total > 1 else repeat_reason)
+            break  # a failed or interrupted repeat ends the run; what ran is recorded

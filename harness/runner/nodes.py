@@ -1,0 +1,125 @@
+"""The multi-node parts of a run: each node's record of how its launch ended, node 0
+gathering the others' records, and a node other than node 0 recording and sending its own."""
+
+from __future__ import annotations
+
+from harness.errors import StorageError
+from harness.fingerprint import environment_fingerprint
+from harness.launch import split_endpoint
+from harness.models.context import RunContext
+from harness.models.result import NodeRecord
+from harness.result_builder import build_result
+from harness.results_io import atomic_write_text
+from harness.runner.attempt import Attempt
+from harness.runner.request import RunReport, utcnow
+from harness.runner.signals import Terminated
+
+NODE_RECORD = "node.json"
+
+
+def node_record(context: RunContext, attempt: Attempt) -> NodeRecord:
+    """This node's part of a multi-node job: how its launch ended (naming the ranks the
+    launcher says failed), its scrubbed host name and a digest of its log."""
+    import hashlib
+    import socket
+
+    from harness.launch import torchrun_failed_ranks
+    from harness.runner.scrub import scrub_line
+
+    outcome = attempt.outcomes[-1] if attempt.outcomes else None
+    status = outcome.status if outcome else (attempt.status or "failed")
+    if context.node_rank and attempt.status and status == "success":
+        status = attempt.status  # something after the launch failed on this node
+    log = context.run_dir / ("train.log" if len(attempt.outcomes) <= 1
+                             else f"train.r{len(attempt.outcomes)}.log")
+    digest, failed_ranks = None, []
+    if log.exists():
+        data = log.read_bytes()
+        digest = hashlib.sha256(data).hexdigest()
+        failed_ranks = torchrun_failed_ranks(data[-64 * 1024:].decode("utf-8", "replace").splitlines())
+    host = socket.gethostname()
+    reason = None
+    if status != "success":
+        reason = outcome.reason if outcome and outcome.reason else attempt.reason
+        if failed_ranks:  # the launcher named the ranks: they say more than its traceback
+            headline = (reason or "").split(": ", 1)[0]
+            reason = "; ".join(failed_ranks) + (f" ({headline})" if headline else "")
+    return NodeRecord(
+        job_id=context.job_id or "", job_run_id=context.run_id.rsplit(".node", 1)[0],
+        node_rank=context.node_rank, nnodes=context.config.settings.nnodes,
+        host=scrub_line(host), host_digest=hashlib.sha256(host.encode()).hexdigest()[:12],
+        status=status, exit_code=outcome.exit_code if outcome else None, reason=reason,
+        failed_ranks=failed_ranks, log_file=log.name if log.exists() else None, log_sha256=digest,
+    )
+
+
+def start_collector(context: RunContext):
+    """Node 0 of a multi-node job listens for the other nodes' records (one port above the
+    rendezvous port) while the job runs."""
+    if context.node_rank or not context.rendezvous_endpoint or not context.job_id:
+        return None
+    from harness.runner.node_exchange import NodeRecordCollector
+
+    _, port = split_endpoint(context.rendezvous_endpoint)
+    collector = NodeRecordCollector(context.job_id, context.config.settings.nnodes, port + 1)
+    collector.start()
+    return collector
+
+
+def gather_nodes(context: RunContext, attempt: Attempt, collector) -> list[NodeRecord]:
+    """Node 0's record and the other nodes' (waiting a bounded grace for the missing ones; not
+    at all when the user stopped the run); a node that sent none is listed as missing."""
+    from harness.runner.node_exchange import RECORD_GRACE_S
+
+    grace = 0.0 if attempt.status in ("interrupted", "terminated") else RECORD_GRACE_S
+    try:
+        received = collector.wait(grace)
+    except KeyboardInterrupt:
+        attempt.fail("interrupted", "interrupted by the user (SIGINT) while gathering node records")
+        received = dict(collector.records)
+    except Terminated as exc:
+        attempt.fail("terminated", f"{exc} while gathering node records")
+        received = dict(collector.records)
+    nodes = [node_record(context, attempt)]
+    for rank in range(1, context.config.settings.nnodes):
+        nodes.append(received.get(rank) or NodeRecord(
+            job_id=context.job_id or "", job_run_id=context.run_id, node_rank=rank,
+            nnodes=context.config.settings.nnodes, host="<unknown>", status="missing",
+            reason=collector.problem or f"no node record reached node 0 within {grace:g} s "
+                                        "after its launch ended"))
+    return nodes
+
+
+def send_record(context: RunContext, report: RunReport) -> str | None:
+    from harness.runner.node_exchange import send_node_record
+
+    host, port = split_endpoint(context.rendezvous_endpoint or "")
+    record = NodeRecord.model_validate_json((report.run_dir / NODE_RECORD).read_text())
+    problem = send_node_record(record, host, port + 1)
+    return f"node record not delivered to node 0: {problem}" if problem else None
+
+
+def record_node(context: RunContext, attempt: Attempt) -> RunReport:
+    """A node other than node 0 of a multi-node job: its processes' outcome, not a result
+    (the training figures are node 0's); a node record pointing at the job's result."""
+    record = node_record(context, attempt)
+    try:
+        atomic_write_text(context.run_dir / NODE_RECORD, record.model_dump_json(indent=1) + "\n")
+    except OSError as exc:
+        raise StorageError(f"could not write the node record in {context.run_dir}: "
+                           f"{exc.strerror or exc}") from None
+    result = _node_result(context, attempt, record.status, record.reason)
+    return RunReport(result=result, run_dir=context.run_dir, legacy_path=context.run_dir / NODE_RECORD)
+
+
+def _node_result(context: RunContext, attempt: Attempt, status: str, reason: str | None):
+    """The in-memory result the CLI reports for a node record (not written, not stored)."""
+    return build_result(
+        run_id=context.run_id, config=context.config, reading=None, log_format=None, final=None,
+        unit=context.case.unit, step_time=None, status=status,  # type: ignore[arg-type]
+        failure_reason=reason,
+        framework_version=attempt.env.framework_version if attempt.env else None,
+        environment=environment_fingerprint(attempt.env), started_at=attempt.started,
+        finished_at=utcnow(), log_file="train.log", peak_memory_bytes=None,
+        devices=context.devices, dataset=attempt.dataset, repeats=attempt.repeats,
+    )
