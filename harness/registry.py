@@ -6,7 +6,7 @@ import warnings
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Generic, TypeVar
 
-from harness.errors import UserInputError, did_you_mean
+from harness.errors import UnavailableError, UserInputError, did_you_mean
 
 if TYPE_CHECKING:
     import pluggy
@@ -105,6 +105,14 @@ class Registry:
 
     def frameworks_for(self, case: CaseSpec) -> list[str]:
         return sorted(n for n, fw in self.frameworks.items.items() if case.model in fw.models)
+
+    def default_framework(self, case: CaseSpec) -> str:
+        """The framework a run of ``case`` uses when none is named: PyTorch where it implements
+        the case (the reference implementation of every built-in case), else the first by name."""
+        implementing = self.frameworks_for(case)
+        if not implementing:
+            raise UnavailableError(f"no installed framework plugin implements case {case.name!r}")
+        return "pytorch" if "pytorch" in implementing else implementing[0]
 
     def check_case_framework(self, case: CaseSpec, framework: str) -> None:
         self.frameworks.get(framework)

@@ -197,7 +197,7 @@ def plan_points(suite: Suite, registry: Registry, device_count: int,
     seen: set[str] = set()
     for point in suite.spec.point:
         case = registry.cases.get(point.case)
-        chosen = framework or point.framework or spec.framework or _default_framework(registry, case)
+        chosen = framework or point.framework or spec.framework or registry.default_framework(case)
         registry.check_case_framework(case, chosen)
         settings: dict[str, ParamValue] = dict(point.set)
         if spec.max_steps is not None:
@@ -219,10 +219,3 @@ def plan_points(suite: Suite, registry: Registry, device_count: int,
                 checkpoints=tuple(point.checkpoints or spec.checkpoints),
                 checkpoint_window=point.checkpoint_window or spec.checkpoint_window))
     return planned
-
-
-def _default_framework(registry: Registry, case) -> str:
-    implementing = registry.frameworks_for(case)
-    if not implementing:
-        raise UserInputError(f"no installed framework plugin implements case {case.name!r}")
-    return "pytorch" if "pytorch" in implementing else implementing[0]

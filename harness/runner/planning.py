@@ -34,7 +34,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     check_paths(request)
     parsed = parse_case_string(request.case)
     case = registry.cases.get(parsed.case)
-    framework = request.framework or parsed.framework or _default_framework(registry, case)
+    framework = request.framework or parsed.framework or registry.default_framework(case)
     registry.check_case_framework(case, framework)
     vendor = registry.vendors.get(request.vendor)
     router = HookRouter(pm, registry)
@@ -174,10 +174,3 @@ def _plan_nproc(request: RunRequest, case_string_nproc: int | None, case: CaseSp
             f"{devices.count}. Use --nproc {devices.count} or fewer."
         )
     return nproc, source
-
-
-def _default_framework(registry: Registry, case: CaseSpec) -> str:
-    implementing = registry.frameworks_for(case)
-    if not implementing:
-        raise UnavailableError(f"no installed framework plugin implements case {case.name!r}")
-    return "pytorch" if "pytorch" in implementing else implementing[0]
