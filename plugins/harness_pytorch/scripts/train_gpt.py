@@ -259,7 +259,10 @@ def main() -> int:
         if scaler.is_enabled() and scaler.get_scale() < scale_before:
             skipped += 1
         consumed += global_batch
-        interval_loss += float(step_loss)  # also synchronises the device before timing
+        value = float(step_loss)  # also synchronises the device before timing
+        if not math.isfinite(value):
+            nan_iters += 1  # iterations, as Megatron-LM counts them (not logged intervals)
+        interval_loss += value
         profiler.end(step)
         if step % interval == 0 or step == max_steps:
             if world > 1:
@@ -270,8 +273,6 @@ def main() -> int:
             steps_in_interval = interval if step % interval == 0 else step % interval
             per_iter_ms = 1000.0 * elapsed / steps_in_interval
             avg_loss = interval_loss / steps_in_interval
-            if not math.isfinite(avg_loss):
-                nan_iters += 1
             tflops = flops_per_token * global_batch * p["seq_len"] / (per_iter_ms / 1000) / world / 1e12
             if rank == 0:
                 log(f" iteration {step:8d}/{max_steps:8d} | consumed samples: {consumed:12d} | "

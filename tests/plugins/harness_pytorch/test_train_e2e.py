@@ -60,3 +60,19 @@ def test_bf16_weights_with_fp32_masters_in_the_optimizer(cli_env, tmp_path):
     assert result["status"] == "success" and result["loss_final"] < result["loss_first"] - 0.5
     log = (tmp_path / "results" / result["run_id"] / "train.log").read_text()
     assert "bf16 weights, fp32 master weights and AdamW states in device memory" in log
+
+
+def test_nan_iterations_are_counted_per_iteration_and_fail_the_run(cli_env, tmp_path):
+    """A diverging run (learning rate 1e30) logged every 3 iterations: the count is of
+    iterations with a non-finite loss, as Megatron-LM's is, not of logged intervals."""
+    proc = run_cli(["run", "--vendor", "cpu", "--case", "gpt3_125M", "--scale", "smoke",
+                    "--max-steps", "6", "--set", "skip_steps=1", "--set", "log_interval=3",
+                    "--set", "learning_rate=1e30", "--json"], cli_env, tmp_path)
+    assert proc.returncode != 0
+    result = json.loads(proc.stdout)
+    assert result["status"] == "failed"
+    log = (tmp_path / "results" / result["run_id"] / "train.log").read_text()
+    counts = [int(line.rsplit("number of nan iterations:", 1)[1].split("|")[0])
+              for line in log.splitlines() if "number of nan iterations:" in line]
+    assert len(counts) == 2  # two logged intervals
+    assert counts[-1] > 2  # more nan iterations than intervals: each iteration counted
