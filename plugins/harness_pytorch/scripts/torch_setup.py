@@ -160,3 +160,15 @@ def peak_memory_line(runtime: Runtime) -> str:
         dist.all_reduce(reduced, op=dist.ReduceOp.MAX)
         peak = float(reduced)
     return memory_line(peak, f"{source}, max over ranks")
+
+
+def finish_training(runtime: Runtime, memory_prefix: str = "> ") -> None:
+    """Every script's end: rank 0 prints the peak-memory line (``peak_memory_line``,
+    collective, so every rank calls this) after ``memory_prefix`` and ``> training finished``;
+    then all ranks leave together."""
+    memory = peak_memory_line(runtime)
+    if runtime.rank == 0:
+        print(f"{memory_prefix}{memory}", flush=True)
+        print("> training finished", flush=True)
+    if runtime.world > 1:
+        dist.barrier()  # leave together

@@ -29,7 +29,7 @@ from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
+from torch_setup import finish_training, read_config, run_and_exit, start_runtime
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -205,12 +205,7 @@ def main() -> int:
         dll("", [("e2e_train_time", f"{end - e2e_start:.3f}", "s"),
                  ("training_sequences_per_second", f"{global_batch * measured / raw:.2f}", "sequences/s"),
                  ("final_loss", f"{value:.5f}", "None"), ("raw_train_time", f"{raw:.3f}", "s")])
-    memory = peak_memory_line(runtime)
-    if rank == 0:
-        log(f"> {memory}")
-        log("> training finished")
-    if world > 1:
-        dist.barrier()  # leave together
+    finish_training(runtime)
     return 0
 
 

@@ -26,7 +26,7 @@ from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
+from torch_setup import finish_training, read_config, run_and_exit, start_runtime
 from image_records import MEAN, STD, ImageRecords, augmentation_rng
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -205,12 +205,7 @@ def main() -> int:
                 ("train.compute_ips", f"{global_batch / max(elapsed - data_time, 1e-9):.2f}", "images/s"),
                 ("train.total_ips", f"{global_batch / elapsed:.2f}", "images/s"),
                 ("train.lr", f"{lr:.6f}", None), ("train.data_time", f"{data_time:.5f}", "s")])
-    memory = peak_memory_line(runtime)
-    if rank == 0:
-        log(f"> {memory}")
-        log("> training finished")
-    if world > 1:
-        dist.barrier()  # leave together
+    finish_training(runtime)
     return 0
 
 

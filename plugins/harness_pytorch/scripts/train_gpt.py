@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
-from torch_setup import peak_memory_line, read_config, run_and_exit, start_runtime
+from torch_setup import finish_training, read_config, run_and_exit, start_runtime
 from gpt_model import GPT
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
@@ -285,12 +285,7 @@ def main() -> int:
             interval_loss = 0.0
             interval_start = time.perf_counter()
     attention.__exit__(None, None, None)
-    memory = peak_memory_line(runtime)
-    if rank == 0:
-        log(f"[Rank 0] (after {max_steps} iterations) {memory}")
-        log("> training finished")
-    if world > 1:
-        dist.barrier()  # leave together
+    finish_training(runtime, f"[Rank 0] (after {max_steps} iterations) ")
     return 0 if nan_iters == 0 else 1
 
 
