@@ -140,6 +140,15 @@ def start_runtime(config_path: str, seed: int) -> Runtime:
                    peak_memory_source=backend.get("peak_memory", "process_rss"))
 
 
+def start_training(config_path: str) -> tuple[dict, dict, Runtime]:
+    """Every script's start: (settings, params) of the resolved config and this rank's
+    started runtime (``start_runtime``), having exited 2 when the device lacks the precision."""
+    settings, params = read_config(config_path)
+    runtime = start_runtime(config_path, settings["seed"])
+    runtime.check_precision(settings["precision"])
+    return settings, params, runtime
+
+
 def run_and_exit(main: Callable[[], int]) -> None:
     """Run ``main`` and exit with its code, skipping the interpreter's teardown: there, torch
     2.13's gloo threads are destroyed in an order that intermittently aborts a finished rank

@@ -29,7 +29,7 @@ from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import finish_training, read_config, run_and_exit, start_runtime
+from torch_setup import finish_training, run_and_exit, start_training
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -90,11 +90,9 @@ def main() -> int:
     parser.add_argument("--config", required=True)
     parser.add_argument("--data", required=True, help="NGC BERT HDF5 file")
     args = parser.parse_args()
-    s, p = read_config(args.config)
-    runtime = start_runtime(args.config, s["seed"])
+    s, p, runtime = start_training(args.config)
     device, world, rank = runtime.device, runtime.world, runtime.rank
     precision = s["precision"]
-    runtime.check_precision(precision)
     model = build_model(p).to(device)
     if p.get("recompute"):
         model.gradient_checkpointing_enable()

@@ -26,7 +26,7 @@ from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import finish_training, read_config, run_and_exit, start_runtime
+from torch_setup import finish_training, run_and_exit, start_training
 from image_records import MEAN, STD, ImageRecords, augmentation_rng
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -106,11 +106,9 @@ def main() -> int:
     parser.add_argument("--data", required=True, help="folder of the uint8 image records")
     parser.add_argument("--model", required=True, choices=["resnet50", "mobilenet_v1"])
     args = parser.parse_args()
-    s, p = read_config(args.config)
-    runtime = start_runtime(args.config, s["seed"])
+    s, p, runtime = start_training(args.config)
     device, world, rank = runtime.device, runtime.world, runtime.rank
     precision = s["precision"]
-    runtime.check_precision(precision)
     model = build_model(args.model, p["num_classes"], p["width_multiplier"]).to(device)
     memory_format = torch.channels_last if p.get("channels_last") else torch.contiguous_format
     model = model.to(memory_format=memory_format)

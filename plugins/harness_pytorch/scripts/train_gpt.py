@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
-from torch_setup import finish_training, read_config, run_and_exit, start_runtime
+from torch_setup import finish_training, run_and_exit, start_training
 from gpt_model import GPT
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
@@ -99,12 +99,9 @@ def main() -> int:
     parser.add_argument("--config", required=True, help="resolved config JSON written by harness")
     parser.add_argument("--data-prefix", required=True, help="path prefix of *_ids.npy/*_idx.npz")
     args = parser.parse_args()
-    s, p = read_config(args.config)
-    runtime = start_runtime(args.config, s["seed"])
+    s, p, runtime = start_training(args.config)
     device, world, rank = runtime.device, runtime.world, runtime.rank
-
     precision = s["precision"]
-    runtime.check_precision(precision)
     # fp8 is declared by the vendor's backend (check_precision); on CUDA it needs compute
     # capability 8.9 (Ada/Hopper) or newer.
     if precision == "fp8" and device.type == "cuda" and runtime.device_module.get_device_capability(device) < (8, 9):

@@ -1,7 +1,8 @@
-"""The PyTorch scripts' runtime: DataLoader options, the end of training."""
+"""The PyTorch scripts' runtime: the start, DataLoader options, the end of training."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -14,7 +15,7 @@ from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "plugins" / "harness_pytorch" / "scripts"
 sys.path[:0] = [str(SCRIPTS), str(SHARED_SCRIPTS_DIR)]  # as the launch sets them
-from torch_setup import Runtime, finish_training  # noqa: E402
+from torch_setup import Runtime, finish_training, start_training  # noqa: E402
 
 
 def runtime(dedicated: bool) -> Runtime:
@@ -51,3 +52,29 @@ def test_finish_training_prints_nothing_on_other_ranks(capsys):
                     precisions=frozenset({"fp32"}), peak_memory_source="process_rss")
     finish_training(other)
     assert capsys.readouterr().out == ""
+
+
+def _config(tmp_path: Path, precision: str) -> str:
+    backend = {"device_type": "cpu", "frameworks": {"torch": {"device_type": "cpu"}},
+               "precisions": ["fp32", "bf16"]}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps({"settings": {"seed": 7, "precision": precision},
+                                "params": {"num_layers": 2}, "device": backend}))
+    return str(path)
+
+
+def test_start_training_reads_the_config_and_starts_this_rank(tmp_path, monkeypatch):
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    settings, params, started = start_training(_config(tmp_path, "bf16"))
+    assert settings == {"seed": 7, "precision": "bf16"} and params == {"num_layers": 2}
+    assert (started.device.type, started.world, started.rank) == ("cpu", 1, 0)
+
+
+def test_start_training_refuses_a_precision_the_device_lacks(tmp_path, monkeypatch, capsys):
+    for name in ("WORLD_SIZE", "RANK", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit) as exit_info:
+        start_training(_config(tmp_path, "fp16"))
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().out == "error: cpu devices have no fp16; use one of bf16, fp32\n"
