@@ -1,4 +1,5 @@
-"""What the Paddle training scripts share: config, devices, distributed setup, AMP, schedule.
+"""What the Paddle training scripts share: start, devices, distributed setup, AMP, data,
+the sums behind the step lines, the end.
 
 Standalone (paddle and numpy only): the scripts run in the Paddle environment's interpreter,
 directly or under ``python -m paddle.distributed.launch``.
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
+import time
 from contextlib import nullcontext
 
 import paddle
@@ -114,6 +117,13 @@ class Runtime:
             else nullcontext()
 
 
+def start_training(description: str) -> tuple[argparse.Namespace, dict, dict, Runtime]:
+    """Every script's start: its arguments, (settings, params) of the resolved config and
+    this process's runtime (device placed, seeded; the process group is the script's to join)."""
+    args, settings, params = load_config(description)
+    return args, settings, params, Runtime(settings["seed"], args.config)
+
+
 def amp_setup(precision: str, device: str, level: str):
     """Return (autocast factory, grad scaler or None, level) for the precision, or exit."""
     if precision == "fp32":
@@ -133,6 +143,15 @@ def amp_setup(precision: str, device: str, level: str):
 
     scaler = paddle.amp.GradScaler(init_loss_scaling=2.0**15) if precision == "fp16" else None
     return autocast, scaler, level
+
+
+def amp_decorate(model, optimizer, level: str, precision: str):
+    """(model, optimizer), at amp level O2 decorated to keep their weights in the precision's
+    dtype (the optimizer keeps fp32 masters: ``multi_precision``)."""
+    if level == "O2":
+        model, optimizer = paddle.amp.decorate(models=model, optimizers=optimizer, level="O2",
+                                               dtype=AMP_DTYPES[precision])
+    return model, optimizer
 
 
 def memory_fields(device: str) -> str:
@@ -178,3 +197,50 @@ def endless(loader, sampler=None):
         for index, batch in enumerate(loader):
             yield epoch, index, batch
         epoch += 1
+
+
+def shuffled_batches(rt: Runtime, dataset, batch_size: int, workers: int):
+    """Endless batches (``endless``) of this process's data-parallel share of ``dataset``,
+    reshuffled each epoch; loader workers feed an accelerator, a shared host reads in-process."""
+    sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=batch_size,
+                                                num_replicas=rt.data_parallel_world(),
+                                                rank=rt.data_parallel_rank(), shuffle=True, drop_last=True)
+    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=workers if rt.dedicated else 0)
+    return endless(loader, sampler)
+
+
+class IntervalMeter:
+    """The sums behind a step line: PaddleNLP's and PaddleClas's lines report the averages of
+    the ``interval`` steps since the last line (of fewer at the end of the run)."""
+
+    def __init__(self, rt: Runtime, interval: int, max_steps: int):
+        self.rt, self.interval, self.max_steps = rt, max(1, int(interval)), max_steps
+        self.reader_cost = self.batch_cost = self.loss = 0.0
+        self.tick = time.perf_counter()  # the first step's batch cost runs from here
+
+    def next_batch(self, data):
+        """The next item of ``data``; the wait counts as reader cost."""
+        start = time.perf_counter()
+        item = next(data)
+        self.reader_cost += time.perf_counter() - start
+        return item
+
+    def end_step(self, step: int) -> int:
+        """Close the step's batch cost; return how many steps a line at ``step`` averages,
+        0 when no line is due."""
+        self.batch_cost += time.perf_counter() - self.tick
+        self.tick = time.perf_counter()
+        if step % self.interval == 0:
+            return self.interval
+        return step % self.interval if step == self.max_steps else 0
+
+    def mean_loss(self, steps: int, step: int) -> float:
+        """The mean loss of the last ``steps`` steps over the ranks (collective); a non-finite
+        one ends the run, exit 1."""
+        value = self.rt.all_mean(self.loss / steps)
+        if not math.isfinite(value):
+            fail(f"non-finite loss {value} at step {step}", code=1)
+        return value
+
+    def reset(self) -> None:
+        self.reader_cost = self.batch_cost = self.loss = 0.0

@@ -9,9 +9,7 @@ harness parses::
 
 from __future__ import annotations
 
-import math
 import sys
-import time
 
 import paddle
 
@@ -20,8 +18,8 @@ from bert_model import BertForPreTraining
 from lr_schedule import lr_at
 from model_flops import bert_training_flops_per_sequence
 from readback import print_readback
-from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
-                           finish, memory_fields)
+from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step, finish, log,
+                           memory_fields, shuffled_batches, start_training)
 
 
 class HDF5Dataset(paddle.io.Dataset):
@@ -37,8 +35,7 @@ class HDF5Dataset(paddle.io.Dataset):
 
 
 def main() -> int:
-    args, s, p = load_config(__doc__)
-    rt = Runtime(s["seed"], args.config)
+    args, s, p, rt = start_training(__doc__)
     rt.init_data_parallel()
     autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "auto"))
     model = BertForPreTraining(p, recompute=bool(p.get("recompute")))
@@ -49,9 +46,7 @@ def main() -> int:
         parameters=model.parameters(), weight_decay=p["weight_decay"],
         apply_decay_param_fun=lambda name: name in decay,
         grad_clip=paddle.nn.ClipGradByGlobalNorm(p["grad_clip"]), multi_precision=level == "O2")
-    if level == "O2":
-        model, optimizer = paddle.amp.decorate(models=model, optimizers=optimizer, level="O2",
-                                               dtype="bfloat16" if s["precision"] == "bf16" else "float16")
+    model, optimizer = amp_decorate(model, optimizer, level, s["precision"])
     model = rt.wrap(model)
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * rt.world
@@ -59,10 +54,7 @@ def main() -> int:
     if dataset.samples.seq_len != p["seq_len"]:
         log(f"error: {args.data} holds sequences of {dataset.samples.seq_len}, the case wants {p['seq_len']}")
         return 2
-    sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=rt.world,
-                                                rank=rt.rank, shuffle=True, drop_last=True)
-    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=2 if rt.dedicated else 0)
-    data = endless(loader, sampler)
+    data = shuffled_batches(rt, dataset, mbs, workers=2)
     max_steps = s["max_steps"]
     if rt.rank == 0:
         flops = bert_training_flops_per_sequence(p["num_layers"], p["hidden_size"],
@@ -85,39 +77,30 @@ def main() -> int:
             learning_rate=p["learning_rate"], lr_warmup_steps=p["lr_warmup_steps"],
             max_steps=max_steps, seed=s["seed"], device_type=rt.device)
     model.train()
-    interval = max(1, int(p.get("log_interval", 1)))
-    reader_cost = batch_cost = interval_loss = 0.0
-    tick = time.perf_counter()
+    meter = IntervalMeter(rt, p.get("log_interval", 1), max_steps)
     epoch = batch_index = 0
     for step in range(1, max_steps + 1):
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
         optimizer.set_lr(lr)
         step_loss = 0.0
         for micro in range(accum):
-            read_start = time.perf_counter()
-            epoch, batch_index, batch = next(data)
-            reader_cost += time.perf_counter() - read_start
+            epoch, batch_index, batch = meter.next_batch(data)
             last = micro == accum - 1
             with rt.no_sync(model, last), autocast():
                 loss = model(*batch) / accum
             backward_and_step(loss, optimizer, scaler, last)
             step_loss += float(loss.item())
-        interval_loss += step_loss
-        batch_cost += time.perf_counter() - tick
-        tick = time.perf_counter()
-        if step % interval == 0 or step == max_steps:
-            n = interval if step % interval == 0 else step % interval
-            avg_loss = rt.all_mean(interval_loss / n)
-            if not math.isfinite(avg_loss):
-                log(f"error: non-finite loss {avg_loss} at step {step}")
-                return 1
-            avg_batch = batch_cost / n
+        meter.loss += step_loss
+        n = meter.end_step(step)
+        if n:
+            avg_loss = meter.mean_loss(n, step)
+            avg_batch = meter.batch_cost / n
             if rt.rank == 0:
                 log(f"total step: {step}, epoch: {epoch}, batch: {batch_index}, loss: {avg_loss:.6f}, "
-                    f"avg_reader_cost: {reader_cost / n:.5f} sec, avg_batch_cost: {avg_batch:.5f} sec, "
+                    f"avg_reader_cost: {meter.reader_cost / n:.5f} sec, avg_batch_cost: {avg_batch:.5f} sec, "
                     f"avg_samples: {mbs * accum:.5f}, ips: {mbs * accum / avg_batch:.5f} sequences/sec, "
                     f"learning rate: {lr:.5e}" + memory_fields(rt.device))
-            interval_loss = reader_cost = batch_cost = 0.0
+            meter.reset()
     finish(rt)
     return 0
 

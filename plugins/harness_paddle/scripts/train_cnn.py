@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import time
 
 import numpy as np
 import paddle
@@ -21,8 +20,8 @@ import paddle.nn.functional as F
 from image_records import ImageRecords
 from lr_schedule import lr_at
 from readback import print_readback
-from paddle_common import (Runtime, amp_setup, backward_and_step, endless, fail, load_config, log,
-                           finish, memory_fields)
+from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step, endless, fail,
+                           finish, log, memory_fields, start_training)
 
 
 class RecordDataset(paddle.io.Dataset):
@@ -86,8 +85,7 @@ def main() -> int:
     extra.add_argument("--model", required=True)
     model_args, rest = extra.parse_known_args()
     sys.argv = [sys.argv[0], *rest]
-    args, s, p = load_config(__doc__)
-    rt = Runtime(s["seed"], args.config)
+    args, s, p, rt = start_training(__doc__)
     rt.init_data_parallel()
     if p.get("channels_last"):
         fail("channels_last is not available for paddle.vision models; run with --set channels_last=false")
@@ -97,9 +95,7 @@ def main() -> int:
     optimizer = paddle.optimizer.Momentum(
         learning_rate=p["learning_rate"], momentum=p["momentum"], parameters=model.parameters(),
         weight_decay=paddle.regularizer.L2Decay(p["weight_decay"]), multi_precision=level == "O2")
-    if level == "O2":
-        model, optimizer = paddle.amp.decorate(models=model, optimizers=optimizer, level="O2",
-                                               dtype="bfloat16" if s["precision"] == "bf16" else "float16")
+    model, optimizer = amp_decorate(model, optimizer, level, s["precision"])
     model = rt.wrap(model)
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     dataset = RecordDataset(args.data, s["seed"] + rt.rank)
@@ -128,40 +124,33 @@ def main() -> int:
             learning_rate=p["learning_rate"], lr_warmup_steps=p["lr_warmup_steps"],
             max_steps=max_steps, seed=s["seed"], device_type=rt.device)
     model.train()
-    interval = max(1, int(p.get("log_interval", 1)))
-    reader_cost = batch_cost = interval_loss = top1 = top5 = 0.0
-    tick = time.perf_counter()
+    meter = IntervalMeter(rt, p.get("log_interval", 1), max_steps)
+    top1 = top5 = 0.0
     for step in range(1, max_steps + 1):
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
         optimizer.set_lr(lr)
         for micro in range(accum):
-            read_start = time.perf_counter()
-            _epoch, _index, (images, labels) = next(data)
-            reader_cost += time.perf_counter() - read_start
+            _epoch, _index, (images, labels) = meter.next_batch(data)
             last = micro == accum - 1
             with rt.no_sync(model, last), autocast():
                 logits = model(images)
                 loss = F.cross_entropy(logits.astype("float32"), labels.reshape([-1, 1])) / accum
             backward_and_step(loss, optimizer, scaler, last)
-            interval_loss += float(loss.item())
+            meter.loss += float(loss.item())
             top1 += topk_accuracy(logits, labels, 1) / accum
             top5 += topk_accuracy(logits, labels, 5) / accum
-        batch_cost += time.perf_counter() - tick
-        tick = time.perf_counter()
-        if step % interval == 0 or step == max_steps:
-            n = interval if step % interval == 0 else step % interval
-            avg_loss = rt.all_mean(interval_loss / n)
-            if not math.isfinite(avg_loss):
-                log(f"error: non-finite loss {avg_loss} at step {step}")
-                return 1
-            avg_batch = batch_cost / n
+        n = meter.end_step(step)
+        if n:
+            avg_loss = meter.mean_loss(n, step)
+            avg_batch = meter.batch_cost / n
             epoch, iteration = (step - 1) // steps_per_epoch + 1, (step - 1) % steps_per_epoch + 1
             if rt.rank == 0:
                 log(f"[Train][Epoch {epoch}/{epochs}][Iter: {iteration}/{steps_per_epoch}]lr(Cosine): "
                     f"{lr:.8f}, top1: {top1 / n:.5f}, top5: {top5 / n:.5f}, CELoss: {avg_loss:.5f}, "
-                    f"loss: {avg_loss:.5f}, batch_cost: {avg_batch:.5f}s, reader_cost: {reader_cost / n:.5f}, "
+                    f"loss: {avg_loss:.5f}, batch_cost: {avg_batch:.5f}s, reader_cost: {meter.reader_cost / n:.5f}, "
                     f"ips: {mbs * accum / avg_batch:.5f} images/sec" + memory_fields(rt.device))
-            interval_loss = reader_cost = batch_cost = top1 = top5 = 0.0
+            meter.reset()
+            top1 = top5 = 0.0
     finish(rt)
     return 0
 

@@ -10,9 +10,7 @@ harness_cases/shared_scripts on PYTHONPATH). Prints PaddleNLP step lines, which 
 from __future__ import annotations
 
 import json
-import math
 import sys
-import time
 
 import paddle
 
@@ -20,8 +18,8 @@ from gpt_model import GPT
 from gpt_windows import GPTWindows
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
-from paddle_common import (Runtime, amp_setup, backward_and_step, endless, load_config, log,
-                           finish, memory_fields)
+from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step, finish, log,
+                           memory_fields, shuffled_batches, start_training)
 from paddle_parallel import setup_hybrid, shard_optimizer
 from readback import print_readback
 
@@ -39,8 +37,7 @@ class WindowDataset(paddle.io.Dataset):
 
 
 def main() -> int:
-    args, s, p = load_config(__doc__)
-    rt = Runtime(s["seed"], args.config)
+    args, s, p, rt = start_training(__doc__)
     layout = json.loads(args.parallel)
     setup_hybrid(rt, layout, s["seed"])
     autocast, scaler, level = amp_setup(s["precision"], rt.device,
@@ -72,20 +69,13 @@ def main() -> int:
         grad_clip=paddle.nn.ClipGradByGlobalNorm(p["grad_clip"]),
         multi_precision=level == "O2",
     )
-    if level == "O2":
-        model, optimizer = paddle.amp.decorate(models=model, optimizers=optimizer, level="O2",
-                                               dtype="bfloat16" if s["precision"] == "bf16" else "float16")
+    model, optimizer = amp_decorate(model, optimizer, level, s["precision"])
     model, optimizer, scaler, parallel = shard_optimizer(rt, layout, model, optimizer, scaler)
 
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
-    dp_world, dp_rank = rt.data_parallel_world(), rt.data_parallel_rank()
-    global_batch = mbs * accum * dp_world
+    global_batch = mbs * accum * rt.data_parallel_world()
     dataset = WindowDataset(GPTWindows(args.data, p["seq_len"], s["seed"], p["vocab_size"]))
-    sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=dp_world,
-                                                rank=dp_rank, shuffle=True, drop_last=True)
-    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler,
-                                  num_workers=2 if rt.dedicated else 0)
-    data = endless(loader, sampler)
+    data = shuffled_batches(rt, dataset, mbs, workers=2)
     decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
     if rt.rank == 0:
         log(f"> GPT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
@@ -96,10 +86,7 @@ def main() -> int:
             f"{flops_per_token:.3e} training FLOPs/token")
 
     model.train()
-    interval = max(1, int(p.get("log_interval", 1)))
-    reader_cost = batch_cost = 0.0
-    interval_loss = 0.0
-    tick = time.perf_counter()
+    meter = IntervalMeter(rt, p.get("log_interval", 1), max_steps)
     epoch = batch_index = 0
     for step in range(1, max_steps + 1):
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
@@ -107,32 +94,25 @@ def main() -> int:
         optimizer.set_lr(lr)
         step_loss = 0.0
         for micro in range(accum):
-            read_start = time.perf_counter()
-            epoch, batch_index, (inputs, targets) = next(data)
-            reader_cost += time.perf_counter() - read_start
+            epoch, batch_index, (inputs, targets) = meter.next_batch(data)
             last = micro == accum - 1
             with rt.no_sync(model, last), autocast():
                 loss = model(inputs, targets) / accum
             backward_and_step(loss, optimizer, scaler, last)
             step_loss += float(loss.item())  # also waits for the device before timing
-        interval_loss += step_loss
-        batch_cost += time.perf_counter() - tick
-        tick = time.perf_counter()
-        if step % interval == 0 or step == max_steps:
-            n = interval if step % interval == 0 else step % interval
-            avg_loss = rt.all_mean(interval_loss / n)
-            if not math.isfinite(avg_loss):
-                log(f"error: non-finite loss {avg_loss} at step {step}")
-                return 1
-            avg_batch = batch_cost / n
+        meter.loss += step_loss
+        n = meter.end_step(step)
+        if n:
+            avg_loss = meter.mean_loss(n, step)
+            avg_batch = meter.batch_cost / n
             tokens = global_batch * p["seq_len"]
             if rt.rank == 0:
                 log(f"global step {step}, epoch: {epoch}, batch: {batch_index}, loss: {avg_loss:.6f}, "
-                    f"avg_reader_cost: {reader_cost / n:.5f} sec, avg_batch_cost: {avg_batch:.5f} sec, "
+                    f"avg_reader_cost: {meter.reader_cost / n:.5f} sec, avg_batch_cost: {avg_batch:.5f} sec, "
                     f"speed: {1.0 / avg_batch:.4f} step/s, ips_total: {tokens / avg_batch:.2f} tokens/s, "
                     f"ips: {tokens / avg_batch / rt.world:.2f} tokens/s, learning rate: {lr:.5e}"
                     + memory_fields(rt.device))
-            interval_loss = reader_cost = batch_cost = 0.0
+            meter.reset()
     finish(rt)
     return 0
 
