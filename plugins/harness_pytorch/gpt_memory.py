@@ -16,7 +16,7 @@ parameter count from the model's shape (tied embeddings counted once). Component
   and per hidden unit (b·s·h·L) in bf16/fp16, twice that in fp32; with full recompute, each
   block's fp32 input plus one block's full activations;
 - the output head: logits and their fp32 copy and gradient, ``LOGIT_BYTES`` per token and
-  vocabulary entry (b·s·V).
+  vocabulary entry (b·s·V) when compiled, ``LOGIT_BYTES_EAGER`` when not (``compile = false``).
 
 The coefficients are fitted to measured peaks, not derived: on one H200, 2026-11-23, gpt3_6.7B
 at micro batch 2 peaked at 129.55 GiB allocated with fp32 parameters and 128.53 GiB with
@@ -41,6 +41,13 @@ COMPUTE_RESIDUAL_SAVING = 2.0
 # themselves (2): the compiled head's logits and their gradient are not all live when the
 # blocks' activations peak.
 LOGIT_BYTES = 1.25
+# Uncompiled (compile = false), the eager loss keeps the bf16 logits, their fp32 copy and the
+# log-softmax saved for backward. Fitted to one measured peak and one out-of-memory bound, both
+# gpt3_1.3B bf16 on one H100, 2026-11-25: micro batch 8 with fp32 parameters peaked at 54,927 MiB
+# (gpu_quick certification, run 326f: estimate +0.6%); micro batch 16 with
+# master_weights=optimizer ran out of memory needing more than 82.2 GiB (run 3991, which the
+# compiled coefficient had put at 74.1 GiB; this one puts it at 82.9).
+LOGIT_BYTES_EAGER = 7.0
 LOGIT_BYTES_FP32 = 8.0  # fp32 logits and their gradient, uncompiled: counted, not measured
 COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}  # fp8 runs bf16 autocast around fp8 GEMMs
 # fp8 (torchao tensorwise): the block matrices' saved casts are fp8 (1 byte, N), and the
@@ -94,14 +101,15 @@ def estimate(p: dict, *, precision: str, micro_batch: int, world: int, offload: 
         act = tokens * h * layers * per_block * scale
     else:
         act = tokens * h * layers * ACTIVATION_BYTES.get(recompute, per_block) * scale
-    logits = tokens * vocab * (LOGIT_BYTES if compute == 2 else LOGIT_BYTES_FP32)
+    logit_bytes = LOGIT_BYTES_FP32 if compute == 4 else (LOGIT_BYTES if p.get("compile") else LOGIT_BYTES_EAGER)
+    logits = tokens * vocab * logit_bytes
     components = {"weights": weights, "master weights": master, "gradients": grads, "optimizer states": states,
                   "compute-dtype weights": copies, "activations": int(act), "logits": int(logits)}
     return MemoryEstimate(
         total_bytes=sum(components.values()), components=components,
         formula=f"N={n:,}: {formula} + activations "
                 f"{per_block if recompute == 'none' else ACTIVATION_BYTES.get(recompute, per_block):g}·b·s·h·L "
-                f"(recompute {recompute}) + logits {LOGIT_BYTES if compute == 2 else LOGIT_BYTES_FP32:g}·b·s·V")
+                f"(recompute {recompute}) + logits {logit_bytes:g}·b·s·V")
 
 
 def memory_plan(params: dict, settings, usable_hint: int | None = None) -> MemoryPlan:
