@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
+from contextlib import closing, contextmanager
 from datetime import datetime
 from pathlib import Path
 
@@ -52,29 +52,29 @@ class ResultStore:
             f"results database {self.path} cannot be used ({exc}); move it aside (a new one is "
             "created) or pass --output with another results folder")
 
+    @contextmanager
+    def _damage_reported(self):
+        """A damaged file (not SQLite, malformed) becomes a DamagedStoreError; an
+        ``sqlite3.OperationalError`` (locked, full disk, read-only file) stays what it is: a
+        storage problem, which moving the database aside would not mend."""
+        try:
+            yield
+        except sqlite3.OperationalError:
+            raise
+        except sqlite3.DatabaseError as exc:
+            raise self._damaged(exc) from None
+
     def _connect(self) -> sqlite3.Connection:
         """A connection for writing: creates the folder, the database and its indexes."""
         self.root.mkdir(parents=True, exist_ok=True)
         conn = sqlite3.connect(self.path, timeout=30)
         try:
-            conn.executescript(_SCHEMA)
-        except sqlite3.OperationalError:
+            with self._damage_reported():
+                conn.executescript(_SCHEMA)
+        except BaseException:
             conn.close()
             raise
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise self._damaged(exc) from None
         return conn
-
-    def _write(self, conn: sqlite3.Connection, statement: str, args) -> sqlite3.Cursor:
-        """Run one writing statement; a damaged file is a DamagedStoreError, while a full disk
-        or a read-only file stays an ``sqlite3.OperationalError`` (a storage problem)."""
-        try:
-            return conn.execute(statement, args)
-        except sqlite3.OperationalError:
-            raise
-        except sqlite3.DatabaseError as exc:
-            raise self._damaged(exc) from None
 
     def _read(self, query: str, args=()) -> list[tuple]:
         """Rows of a read-only query. Reading never writes (a full disk, a read-only
@@ -82,13 +82,13 @@ class ResultStore:
         if not self.path.exists():
             return []
         try:
-            with closing(sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                         timeout=30)) as conn:
+            with self._damage_reported(), closing(sqlite3.connect(
+                    f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)) as conn:
                 return conn.execute(query, args).fetchall()
-        except sqlite3.DatabaseError as exc:
+        except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
                 return []
-            raise self._damaged(exc) from None
+            raise
 
     def _result(self, text: str) -> BenchmarkResult:
         """A stored result; one that no longer validates makes the whole database suspect."""
@@ -102,9 +102,8 @@ class ResultStore:
         """Record a result; returns False when an ingested log with the same sha256 exists."""
         value = result.throughput.value if result.throughput else None
         unit = result.throughput.unit if result.throughput else None
-        with closing(self._connect()) as conn, conn:
-            cursor = self._write(
-                conn,
+        with closing(self._connect()) as conn, conn, self._damage_reported():
+            cursor = conn.execute(
                 "INSERT OR IGNORE INTO runs VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                 (
                     result.run_id,

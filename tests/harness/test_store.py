@@ -93,6 +93,29 @@ def test_a_file_that_is_not_a_database_is_a_one_line_error(tmp_path):
         store.add(make_result("r-2"), None)
 
 
+def test_a_locked_database_is_a_storage_problem_not_damage(tmp_path, monkeypatch):
+    """Moving a locked database aside would lose it: a lock held past the timeout stays
+    sqlite3's OperationalError (reads and writes), never DamagedStoreError."""
+    import sqlite3
+
+    from harness.store import DamagedStoreError
+    from tests.harness.report.factory import make_result
+
+    store = _recorded(tmp_path)
+    real_connect = sqlite3.connect
+    monkeypatch.setattr(sqlite3, "connect", lambda *a, **k: real_connect(*a, **{**k, "timeout": 0.05}))
+    holder = real_connect(store.path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        for touch in (store.list, lambda: store.add(make_result("r-locked"), None)):
+            with pytest.raises(sqlite3.OperationalError, match="locked") as info:
+                touch()
+            assert not isinstance(info.value, DamagedStoreError)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
 def test_a_truncated_database_is_a_one_line_error(tmp_path):
     from harness.store import DamagedStoreError
 

@@ -73,9 +73,9 @@ def test_cudnn_batch_norm_and_convolutions_are_not_counted_as_attention():
         event("sm90_xmma_wgrad_indexed_implicit_gemm_f16f16_nhwckrsc_nhwc", 2000.0),
         event("dgrad2d_c1_k1_nhwc_specialized", 1000.0),
         event("cudnn_generated_fort_native_sdpa_sm90_knob_7_64x128x128", 500.0),
-        event("nvjet_sm90_hsh_128x256_64x4_2x1_v", 250.0)], steps=1)
+        event("nvjet_sm90_hsh_128x256_64x4_2x1_v", 300.0)], steps=1)
     categories = {line.split()[1]: line for line in lines if line.startswith(">   ") and "kernel" not in line}
     assert "3.0 ms" in categories["batch"]
     assert "3.0 ms" in categories["convolution"]
     assert "0.5 ms" in categories["attention"]
-    assert "0.2 ms" in categories["matmul"] or "0.3 ms" in categories["matmul"]
+    assert "0.3 ms" in categories["matmul"]
