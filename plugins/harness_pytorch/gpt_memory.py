@@ -127,7 +127,10 @@ def memory_plan(params: dict, settings, usable_hint: int | None = None) -> Memor
 
     options: list[tuple[float, MemoryCandidate]] = [
         (2.0, MemoryCandidate(estimate=est(), label="as configured"))]
-    offloads = ["none", "cpu"] if world == 1 and precision != "fp16" else [offload]
+    offloads = ["none", "cpu"] if precision != "fp16" else [offload]
+    # Offloaded, every rank holds the whole model (data parallel, the host update sharded):
+    # a sharded config gives up its sharding for it.
+    unshard = {"sharding_stage": 0} if world > 1 and int(params.get("sharding_stage", 0) or 0) > 0 else {}
     for off in offloads:
         for rec in ("none", "selective", "full"):
             batch, halvings = mbs, 0
@@ -142,6 +145,7 @@ def memory_plan(params: dict, settings, usable_hint: int | None = None) -> Memor
                     overrides["offload"] = off
                     if off == "cpu":
                         micro_batches = max(micro_batches, OFFLOAD_MIN_MICRO_BATCHES)
+                        overrides.update(unshard)
                 if micro_batches != accum:
                     overrides["grad_accum_steps"] = micro_batches
                 if overrides:

@@ -162,8 +162,6 @@ def unsupported_reason(context: RunContext) -> str | None:
         if context.devices.kind == "cpu":
             return ("offload=cpu moves the optimizer from an accelerator's memory to the host; "
                     "on the cpu vendor everything is in host memory already")
-        if context.config.settings.world_size > 1:
-            return "offload=cpu runs on one device; use sharding_stage=3 across several"
         if context.config.settings.precision == "fp16":  # train_gpt.py refuses it too
             return ("offload=cpu runs in bf16 or fp32 (its host optimizer has no fp16 loss "
                     "scaling); use --precision bf16")
@@ -172,7 +170,9 @@ def unsupported_reason(context: RunContext) -> str | None:
             return ("master_weights=optimizer keeps bf16 weights beside fp32 masters; it runs in "
                     "bf16 or fp8, use master_weights=model for "
                     f"{context.config.settings.precision}")
-        if context.config.settings.world_size > 1:
-            return ("master_weights=optimizer runs on one device; with several, FSDP2 keeps "
-                    "the fp32 masters (master_weights=model)")
+    flat = (str(context.config.params.get("offload", "none")) == "cpu"
+            or str(context.config.params.get("master_weights", "model")) == "optimizer")
+    if flat and context.config.settings.world_size > 1 and int(context.config.params.get("sharding_stage", 0) or 0) > 0:
+        return ("offload=cpu and master_weights=optimizer train data parallel (every rank holds "
+                "the whole model); sharding_stage needs offload=none and master_weights=model")
     return None

@@ -97,7 +97,18 @@ def run(context: RunContext, env, dataset):
     extra = {key: os.environ.get(key, value) for key, value in SAFE_DEFAULTS.items()}
     extra.update(LAUNCH_ENV)
     extra["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in used_gpu_indices(context))
+    extra["OMP_NUM_THREADS"] = os.environ.get("OMP_NUM_THREADS") or str(host_threads_per_process(context))
     return launch.model_copy(update={"env": {**launch.env, **extra}})
+
+
+def host_threads_per_process(context: RunContext) -> int:
+    """This node's cores shared among its GPU processes. torchrun would otherwise set
+    OMP_NUM_THREADS=1 for several processes a node, and the host work of a rank (the offloaded
+    optimizer's CPU AdamW above all) would run on one core."""
+    import os
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, cores // max(1, context.config.settings.nproc))
 
 
 @hookimpl(wrapper=True)

@@ -8,6 +8,12 @@ host, a fused CPU AdamW updates the master weights, and their compute-dtype copy
 The copies of one chunk overlap the CPU update of the previous one, and the whole host step
 is paid once per optimizer step, so it is amortised over the accumulated micro-batches.
 
+Data parallel, the host update is sharded: after the gradients are averaged over the ranks
+(``FlatParameters.average_gradients``), rank r updates only every world-th chunk of the
+matrices (their moments are created on first use, so each rank's host holds only its share)
+and shares the new compute-dtype weights of its chunks with the other ranks. The small
+fp32 parameters are updated on every rank alike.
+
 Standalone (torch only). The update is ``torch.optim.AdamW`` itself (``fused=True`` on the
 CPU), so it is the same arithmetic as the in-GPU run's optimizer, in fp32.
 """
@@ -15,6 +21,7 @@ CPU), so it is the same arithmetic as the in-GPU run's optimizer, in fp32.
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
 from master_weights import CHUNK_ELEMENTS, FlatParameters
 
@@ -57,29 +64,51 @@ class HostOffloadAdamW(FlatParameters):
 
     def step(self, lr: float, max_norm: float) -> float:
         """Clip, update on the host, copy the new weights back; returns the gradient norm."""
+        self.average_gradients()
         norm = self.clip_gradients(max_norm)
         for _, _, opt in self.chunks:
             opt.param_groups[0]["lr"] = lr
+        owned = self.owned_chunks()
+        small = [c for c in self.chunks if c[0] >= self.boundary]
         if self.down_stream is None:
-            self._step_on_host()
+            self._step_on_host(owned + small)
         else:
-            self._step_pipelined()
+            self._step_pipelined(owned)
+            self._step_on_host(small)
+        self._share_weights()
         self.grads.zero_()
         return float(norm)
 
-    def _step_on_host(self, chunks=None) -> None:
+    def matrix_chunks(self) -> list[tuple[int, int, torch.optim.AdamW]]:
+        return [c for c in self.chunks if c[1] <= self.boundary]
+
+    def owned_chunks(self) -> list[tuple[int, int, torch.optim.AdamW]]:
+        """The matrix chunks this rank updates: every world-th, starting at its rank."""
+        return self.matrix_chunks()[self.rank::self.world]
+
+    def _share_weights(self) -> None:
+        """Each matrix chunk's new compute-dtype weights, from the rank that updated it: the
+        other ranks zero their stale copy and one all-reduce sums the chunks (a value plus
+        zeros is exact in any dtype; one collective instead of a broadcast per chunk)."""
+        if self.world == 1:
+            return
+        for i, (begin, end, _) in enumerate(self.matrix_chunks()):
+            if i % self.world != self.rank:
+                self.weights[begin:end].zero_()
+        dist.all_reduce(self.weights)
+
+    def _step_on_host(self, chunks) -> None:
         """Plain, synchronous: on the CPU device, and for the few fp32 no-decay parameters."""
-        for begin, end, opt in self.chunks if chunks is None else chunks:
+        for begin, end, opt in chunks:
             view = opt.param_groups[0]["params"][0]
             view.grad = self.grads[begin:end].to("cpu")
             opt.step()
             view.grad = None
             self._device_weights(begin, end).copy_(view)
 
-    def _step_pipelined(self) -> None:
+    def _step_pipelined(self, chunks) -> None:
         """Chunk i's CPU update overlaps chunk i+1's download and chunk i-1's upload."""
         down, up = self.down_stream, self.up_stream
-        chunks = [c for c in self.chunks if c[1] <= self.boundary]
         module = self.device_module
         compute = module.current_stream(self.device)
         down.wait_stream(compute)  # the gradients are complete and clipped
@@ -113,4 +142,3 @@ class HostOffloadAdamW(FlatParameters):
                 uploaded[slot].record(up)
         compute.wait_stream(down)  # the gradient buffer is zeroed next, on the compute stream
         compute.wait_stream(up)
-        self._step_on_host([c for c in self.chunks if c[0] >= self.boundary])

@@ -12,12 +12,18 @@ stay fp32.
 
 ``DeviceMasterAdamW`` keeps the master weights and AdamW moments in the device's memory;
 ``host_offload.HostOffloadAdamW`` keeps them in host memory. Both share ``FlatParameters``.
-Standalone (torch only).
+
+Data parallel (several ranks in a process group): every rank keeps the whole model and
+accumulates its own micro-batches' gradients; once per optimizer step the flat fp32 gradients
+are averaged over the ranks in one all-reduce (no DDP wrapper: its per-parameter hooks would
+race with the accumulation hooks here), so every rank clips and updates with the same
+gradients. Standalone (torch only).
 """
 
 from __future__ import annotations
 
 import torch
+import torch.distributed as dist
 
 # Elements per optimizer tensor: the flat master is handed to AdamW in views of at most this
 # many elements (64 Mi fp32 values, 256 MiB), so no single kernel indexes billions of elements;
@@ -51,6 +57,10 @@ class FlatParameters:
             self.master[start:start + n].copy_(p.detach().reshape(-1))
             offsets.append(start)
             start += n
+        self.world = dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
+        self.rank = dist.get_rank() if self.world > 1 else 0
+        if self.world > 1:
+            self._check_same_start()
         boundary = self.boundary = sum(sizes[:len(decay)])
         self.weights = self.master[:boundary].to(device=device, dtype=dtype)
         # The small fp32 parameters: the master itself when it lives on the device (``to``
@@ -78,6 +88,25 @@ class FlatParameters:
             self.grads[offset:offset + n].add_(param.grad.reshape(-1))
             param.grad = None
         return accumulate
+
+    def _check_same_start(self) -> None:
+        """Ranks seeded alike build the same model; a difference would train divergent replicas
+        silently (DDP would broadcast rank 0's weights), so it stops the run here instead."""
+        digest = torch.zeros(2, dtype=torch.float64)
+        for begin in range(0, self.numel, CHUNK_ELEMENTS):  # float64 a chunk at a time
+            piece = self.master[begin:begin + CHUNK_ELEMENTS].double()
+            digest += torch.stack([piece.sum(), piece.square().sum()]).cpu()
+        digest = digest.to(self.device)
+        gathered = [torch.empty_like(digest) for _ in range(self.world)]
+        dist.all_gather(gathered, digest)
+        if any(not torch.equal(g, gathered[0]) for g in gathered):
+            raise RuntimeError("data-parallel ranks start from different weights (seed them alike)")
+
+    def average_gradients(self) -> None:
+        """The ranks' accumulated gradients, averaged over the ranks (a no-op on one rank)."""
+        if self.world > 1:
+            dist.all_reduce(self.grads)  # SUM: gloo has no AVG
+            self.grads.div_(self.world)
 
     def clip_gradients(self, max_norm: float) -> torch.Tensor:
         """Scale the accumulated gradients to at most ``max_norm`` (if > 0); returns their norm."""
@@ -108,7 +137,9 @@ class DeviceMasterAdamW(FlatParameters):
         return self.numel * 4 * 4
 
     def step(self, lr: float, max_norm: float) -> float:
-        """Clip, update the fp32 masters, refresh the compute-dtype weights; returns the norm."""
+        """Average over the ranks, clip, update the fp32 masters (every rank the same update),
+        refresh the compute-dtype weights; returns the norm."""
+        self.average_gradients()
         norm = self.clip_gradients(max_norm)
         for group in self.optimizer.param_groups:
             group["lr"] = lr

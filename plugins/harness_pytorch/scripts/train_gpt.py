@@ -111,17 +111,20 @@ def main() -> int:
     if offload not in ("none", "cpu"):
         log(f"error: offload must be none or cpu; got {offload!r}")
         return 2
-    if offload == "cpu" and (world > 1 or precision == "fp16"):
-        log("error: offload=cpu runs on one device in bf16 or fp32 (got "
-            f"{world} processes, precision {precision})")
+    if offload == "cpu" and precision == "fp16":
+        log("error: offload=cpu runs in bf16 or fp32 (its host optimizer has no fp16 loss scaling)")
         return 2
     master_weights = str(p.get("master_weights", "model"))
     if master_weights not in ("model", "optimizer"):
         log(f"error: master_weights must be model or optimizer; got {master_weights!r}")
         return 2
-    if master_weights == "optimizer" and (world > 1 or precision not in ("bf16", "fp8")):
-        log("error: master_weights=optimizer runs on one device in bf16 or fp8 (got "
-            f"{world} processes, precision {precision})")
+    if master_weights == "optimizer" and precision not in ("bf16", "fp8"):
+        log(f"error: master_weights=optimizer runs in bf16 or fp8 (got precision {precision})")
+        return 2
+    if (offload == "cpu" or master_weights == "optimizer") and world > 1 and int(p.get("sharding_stage", 0)) > 0:
+        # The flat optimizer owns the parameters; FSDP2 would shard them under it.
+        log("error: offload=cpu and master_weights=optimizer train data parallel (every rank "
+            "the whole model); sharding_stage needs offload=none and master_weights=model")
         return 2
     model = GPT(vocab_size=p["vocab_size"], seq_len=p["seq_len"], num_layers=p["num_layers"],
                 hidden_size=p["hidden_size"], num_heads=p["num_heads"],
@@ -171,10 +174,14 @@ def main() -> int:
             log(f"> fp8: {swapped} block linears on torchao float8 (tensorwise scaling)")
     if p.get("compile"):
         model.compile_layers()
-    model, parallel = wrap_parallel(model, p, runtime, precision)
-    if flat_optimizer is not None:
+    if flat_optimizer is None:
+        model, parallel = wrap_parallel(model, p, runtime, precision)
+    else:
+        # The flat optimizer averages the ranks' gradients itself (master_weights.py).
         where = "host memory" if offload == "cpu" else "device memory"
-        parallel = f"single, {precision} weights, fp32 master weights and AdamW states in {where}"
+        shared = ", the host update sharded over the ranks" if offload == "cpu" and world > 1 else ""
+        parallel = (f"{'data parallel' if world > 1 else 'single'}, {precision} weights, fp32 master "
+                    f"weights and AdamW states in {where}{shared}")
     optimizer = build_optimizer(model, p, device) if flat_optimizer is None else None
     train_model = model
     attention = attention_backend_context(str(p.get("attention_backend", "auto")))

@@ -46,16 +46,16 @@ def test_the_benchmark_suites_in_the_repository_load(registry):
     files = sorted(folder.glob("*.toml"))
     assert files
     for path in files:
-        assert plan_points(load_suite(str(path), registry), registry, device_count=1)
-    quick = load_suite(str(folder / "gpu_quick.toml"), registry)
-    # Its committed reference bands were recorded with fp32 parameters under autocast, at a
-    # global batch the suite must pin: a vendor default may change (it did: mbs 8 -> 16 x 4).
-    point = quick.spec.point[0]
-    assert point.set["master_weights"] == "model"
-    for nproc in point.nproc:
-        gbs = point.set["micro_batch_size"] * point.set["grad_accum_steps"] * nproc
-        assert convergence.load_reference(point.case, quick.spec.suite.scale, "pytorch", gbs,
-                                          quick.spec.suite.max_steps) is not None
+        suite = load_suite(str(path), registry)
+        assert plan_points(suite, registry, device_count=max(max(p.nproc) for p in suite.spec.point))
+        # Their committed reference bands were recorded with fp32 parameters under autocast, at a
+        # global batch each suite must pin: a vendor default may change (it did: mbs 8 -> 16 x 4).
+        for point in suite.spec.point:
+            assert point.set["master_weights"] == "model"
+            for nproc in point.nproc:
+                gbs = point.set["micro_batch_size"] * point.set["grad_accum_steps"] * nproc
+                assert convergence.load_reference(point.case, suite.spec.suite.scale, "pytorch", gbs,
+                                                  suite.spec.suite.max_steps) is not None, path.name
 
 
 def test_all_layout_is_the_device_count_and_deduplicated(registry, tmp_path):

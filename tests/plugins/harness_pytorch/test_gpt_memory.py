@@ -87,8 +87,18 @@ def test_an_h100_gets_the_host_optimizer_for_gpt3_6_7b():
     assert any("2 GPUs" in hint for hint in plan.hints)
 
 
-def test_no_offload_alternatives_with_several_processes_or_fp16():
-    for settings in (RunSettings(precision="bf16", micro_batch_size=2, nproc=2),
-                     RunSettings(precision="fp16", micro_batch_size=2)):
-        plan = memory_plan(params("gpt3_6.7B"), settings)
-        assert all("offload" not in c.overrides for c in plan.candidates)
+def test_no_offload_alternatives_in_fp16():
+    plan = memory_plan(params("gpt3_6.7B"), RunSettings(precision="fp16", micro_batch_size=2))
+    assert all("offload" not in c.overrides for c in plan.candidates)
+
+
+def test_two_80gb_gpus_run_gpt3_6_7b_data_parallel_offloaded_and_unsharded():
+    """The 2-GPU vendor config (optimizer-held masters, as on one H200) does not fit an 80 GB
+    GPU; offloaded, every rank holds the bf16 model, and a sharded config gives up its sharding
+    (the offloaded optimizer trains data parallel)."""
+    for sharding in ({}, {"sharding_stage": 3, "sharding_degree": 2}):
+        p = {**params("gpt3_6.7B"), "master_weights": "optimizer", **sharding}
+        plan = memory_plan(p, RunSettings(precision="bf16", micro_batch_size=2, grad_accum_steps=8, nproc=2))
+        chosen = next(c for c in plan.candidates if c.estimate.total_bytes <= usable_bytes(H100_BYTES))
+        assert chosen.overrides == {"offload": "cpu", "grad_accum_steps": 64,
+                                    **({"sharding_stage": 0} if sharding else {})}

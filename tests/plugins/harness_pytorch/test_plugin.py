@@ -19,8 +19,11 @@ def test_unsupported_reasons_for_fp8_offload_and_optimizer_held_masters(unsuppor
 
     assert reasons(precision="bf16", set_pairs=["master_weights=optimizer"]) == []
     assert any("runs in bf16 or fp8" in r for r in reasons(set_pairs=["master_weights=optimizer"]))
-    assert any("master_weights=optimizer runs on one device" in r
-               for r in reasons(precision="bf16", nproc=2, set_pairs=["master_weights=optimizer"]))
+    # Data parallel, the flat optimizer averages the ranks' gradients; FSDP2 sharding under it is refused.
+    assert reasons(precision="bf16", nproc=2, set_pairs=["master_weights=optimizer"]) == []
+    assert any("sharding_stage needs offload=none and master_weights=model" in r
+               for r in reasons(precision="bf16", nproc=2,
+                                set_pairs=["master_weights=optimizer", "sharding_stage=3"]))
     assert any("offload=cpu moves the optimizer" in r for r in reasons(set_pairs=["offload=cpu"]))
 
 

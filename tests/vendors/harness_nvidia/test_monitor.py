@@ -172,6 +172,29 @@ def test_launch_gets_visible_devices_and_nvls_off(monkeypatch, tmp_path):
     assert env["NCCL_NVLS_ENABLE"] == "0"
 
 
+@pytest.mark.parametrize("user_threads", [None, "3"])
+def test_launch_shares_the_host_cores_among_the_gpu_processes(monkeypatch, tmp_path, user_threads):
+    """torchrun gives each of several processes OMP_NUM_THREADS=1 unless it is set: the
+    offloaded optimizer's host AdamW would then run on one core."""
+    import os
+
+    from harness_nvidia import plugin
+
+    monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu(uuid=f"GPU-{i}") for i in range(2)]))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    if user_threads is None:
+        monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("OMP_NUM_THREADS", user_threads)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(32)))
+    _, context = nvidia_context(tmp_path, nproc=2)
+    gen = plugin.run(context=context, env=None, dataset=None)
+    next(gen)
+    with pytest.raises(StopIteration) as stop:
+        gen.send(LaunchSpec(argv=["x"], log_format="megatron"))
+    assert stop.value.value.env["OMP_NUM_THREADS"] == (user_threads or "16")
+
+
 def test_nproc_defaults_to_every_visible_gpu(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
