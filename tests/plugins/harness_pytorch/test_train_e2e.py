@@ -62,6 +62,21 @@ def test_bf16_weights_with_fp32_masters_in_the_optimizer(cli_env, tmp_path):
     assert "bf16 weights, fp32 master weights and AdamW states in device memory" in log
 
 
+def test_optimizer_held_masters_data_parallel(cli_env, tmp_path):
+    """Two ranks, each the whole bf16 model: the flat optimizer averages their gradients (no
+    DDP) and the ranks keep training the same model (the loss falls; one global batch)."""
+    proc = run_cli(["run", "--vendor", "cpu", "--case", "gpt3_125M", "--scale", "smoke", "--nproc", "2",
+                    "--precision", "bf16", "--set", "master_weights=optimizer", "--max-steps", "12",
+                    "--set", "grad_accum_steps=2", "--json"], cli_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "success" and result["nproc"] == 2
+    assert result["global_batch_size"] == 8 * 2 * 2 and result["readback"]["world_size"] == 2
+    assert result["loss_final"] < result["loss_first"] - 0.5
+    log = (tmp_path / "results" / result["run_id"] / "train.log").read_text()
+    assert "data parallel, bf16 weights, fp32 master weights and AdamW states in device memory" in log
+
+
 def test_nan_iterations_are_counted_per_iteration_and_fail_the_run(cli_env, tmp_path):
     """A diverging run (learning rate 1e30) logged every 3 iterations: the count is of
     iterations with a non-finite loss, as Megatron-LM's is, not of logged intervals."""
