@@ -14,6 +14,11 @@ class DeviceInfo(BaseModel):
     name: str = Field(description="Model name as the driver reports it, e.g. NVIDIA H200; peak-FLOPs tables key on it.")
     memory_bytes: int | None = Field(None, description="Device memory in bytes, if known.")
     uuid: str | None = Field(None, description="The driver's unique id of the device, if it has one.")
+    compute_capability: str | None = Field(
+        None, description="The vendor's architecture version of the device as \"major.minor\", "
+                          "if the driver reports one: for NVIDIA the CUDA compute capability, "
+                          "e.g. 9.0 for Hopper; a vendor may decide precision support on it."
+    )
 
 
 class DeviceSet(BaseModel):

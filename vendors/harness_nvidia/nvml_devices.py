@@ -74,6 +74,7 @@ def discover(nvml, environ: dict[str, str] | None = None) -> DeviceSet:
             name=_text(nvml.nvmlDeviceGetName(handle)),
             memory_bytes=int(memory.total),
             uuid=_text(nvml.nvmlDeviceGetUUID(handle)),
+            compute_capability=_compute_capability(nvml, handle),
         ))
     raw_visible = environ.get(VISIBLE_ENV)
     devices = visible_selection(devices, raw_visible)
@@ -92,6 +93,16 @@ def discover(nvml, environ: dict[str, str] | None = None) -> DeviceSet:
         interconnect=_interconnect(nvml, [d.index for d in devices]),
         visible_devices_env="CUDA_VISIBLE_DEVICES",
     )
+
+
+def _compute_capability(nvml, handle) -> str | None:
+    """The CUDA compute capability as "major.minor"; ``None`` where NVML cannot tell (an old
+    driver or pynvml), so precision support falls back to the device's name."""
+    try:
+        major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+        return f"{int(major)}.{int(minor)}"
+    except Exception:
+        return None
 
 
 def _interconnect(nvml, indices: list[int]) -> str | None:

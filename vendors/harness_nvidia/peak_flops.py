@@ -69,8 +69,24 @@ def peak_entry(device_name: str) -> dict[str, float] | None:
 FP8_MFU_BASIS = "bf16"
 
 
-def supports_fp8(device_name: str) -> bool:
-    """Whether the device has fp8 tensor cores (Hopper and newer rows of the table)."""
+# The first CUDA compute capability with each precision's arithmetic: bf16 came with Ampere
+# (8.0), fp8 tensor cores with Ada (8.9) and Hopper (9.0). The capability decides where the
+# driver reports it; the name table is the fallback for a device discovered without one.
+MIN_CAPABILITY: dict[str, tuple[int, int]] = {"bf16": (8, 0), "fp8": (8, 9)}
+
+
+def parse_capability(compute_capability: str | None) -> tuple[int, int] | None:
+    """``"9.0"`` as ``(9, 0)``; ``None`` for a missing or malformed capability."""
+    match = re.fullmatch(r"\s*(\d+)\.(\d+)\s*", compute_capability or "")
+    return (int(match[1]), int(match[2])) if match else None
+
+
+def supports_fp8(device_name: str, compute_capability: str | None = None) -> bool:
+    """Whether the device has fp8 tensor cores: compute capability 8.9 or newer where known,
+    else the table's Hopper and newer rows (a device not in the table is refused)."""
+    capability = parse_capability(compute_capability)
+    if capability is not None:
+        return capability >= MIN_CAPABILITY["fp8"]
     row = peak_entry(device_name)
     return row is not None and "fp8" in row
 
@@ -83,9 +99,13 @@ PRE_AMPERE = re.compile(
     flags=re.IGNORECASE)
 
 
-def supports_bf16(device_name: str) -> bool | None:
+def supports_bf16(device_name: str, compute_capability: str | None = None) -> bool | None:
     """Whether the device computes in bf16 (Ampere and newer, compute capability 8.0): from its
-    table row, else from the pre-Ampere families; ``None`` for a device known to neither."""
+    capability where known, else from its table row, else from the pre-Ampere families;
+    ``None`` for a device known to none of them."""
+    capability = parse_capability(compute_capability)
+    if capability is not None:
+        return capability >= MIN_CAPABILITY["bf16"]
     row = peak_entry(device_name)
     if row is not None:
         return "bf16" in row

@@ -34,7 +34,7 @@ BACKEND = DeviceBackend(
     },
     addressed_by_local_rank=True,
     visible_devices_env="CUDA_VISIBLE_DEVICES",
-    precisions=frozenset({"fp32", "fp16", "bf16", "fp8"}),  # bf16: Ampere+, fp8: Hopper+ (unsupported_reason)
+    precisions=frozenset({"fp32", "fp16", "bf16", "fp8"}),  # bf16: Ampere+, fp8: Ada/Hopper+ (unsupported_reason)
     peak_memory="allocator",
     float32_matmul_precision="high",
 )
@@ -157,21 +157,25 @@ def _start_monitor(context: RunContext, interval: float):
 
 @hookimpl
 def unsupported_reason(context: RunContext) -> str | None:
-    """Precisions the run's GPUs have no arithmetic for: fp8 before Hopper, bf16 before Ampere."""
+    """Precisions the run's GPUs have no arithmetic for: fp8 before Ada/Hopper (compute
+    capability 8.9), bf16 before Ampere (8.0); by capability where NVML gave it, else by name."""
     precision = context.config.settings.precision
     if precision not in ("fp8", "bf16"):
         return None
-    from harness_nvidia.peak_flops import supports_bf16, supports_fp8
+    from harness_nvidia.peak_flops import MIN_CAPABILITY, parse_capability, supports_bf16, supports_fp8
 
-    names = sorted({d.name for d in context.devices.devices[: context.config.settings.nproc]})
-    if precision == "fp8":
-        lacking = [name for name in names if not supports_fp8(name)]
-        if lacking:
-            return (f"fp8 training needs fp8 tensor cores (Hopper or newer); {', '.join(lacking)} "
-                    "has none: use --precision bf16")
+    used = context.devices.devices[: context.config.settings.nproc]
+    gpus = sorted({(d.name, d.compute_capability) for d in used}, key=lambda g: (g[0], g[1] or ""))
+    supports = supports_fp8 if precision == "fp8" else supports_bf16
+    # A refusal names the compute capability where that decided, else the name alone decided.
+    # bf16: None is "not known", not refused; fp8 refuses a GPU it cannot place.
+    lacking = [f"{name} (compute capability {cc})" if parse_capability(cc) else name
+               for name, cc in gpus if supports(name, cc) is False]
+    if not lacking:
         return None
-    lacking = [name for name in names if supports_bf16(name) is False]  # None: not known, not refused
-    if lacking:
-        return (f"bf16 training needs an Ampere or newer GPU (compute capability 8.0); "
-                f"{', '.join(lacking)} has no bf16: use --precision fp16 or fp32")
-    return None
+    needed = "{}.{}".format(*MIN_CAPABILITY[precision])
+    if precision == "fp8":
+        return (f"fp8 training needs fp8 tensor cores (compute capability {needed}: Ada, Hopper or "
+                f"newer); {', '.join(lacking)} has none: use --precision bf16")
+    return (f"bf16 training needs an Ampere or newer GPU (compute capability {needed}); "
+            f"{', '.join(lacking)} has no bf16: use --precision fp16 or fp32")

@@ -20,6 +20,7 @@ class FakeGpu:
     power_mw: list[int] = field(default_factory=lambda: [500_000])
     energy_mj: list[int] | None = None  # successive total-energy readings; None: not supported
     nvlinks: int = 0
+    capability: tuple[int, int] | None = (9, 0)  # None: the NVML call raises (old driver)
     reads: int = 0
 
     def next(self, values):
@@ -65,6 +66,11 @@ def make_fake_nvml(gpus: list[FakeGpu], *, driver: str = "580.159.04", cuda: int
             gpu.energy_mj.pop(0)
         return value
 
+    def compute_capability(gpu):
+        if gpu.capability is None:
+            raise NVMLError("Function Not Found")
+        return gpu.capability
+
     def nvlink_state(gpu, link):
         if link >= 18:
             raise NVMLError("Invalid Argument")
@@ -81,6 +87,7 @@ def make_fake_nvml(gpus: list[FakeGpu], *, driver: str = "580.159.04", cuda: int
     nvml.nvmlDeviceGetPowerUsage = power
     nvml.nvmlDeviceGetTotalEnergyConsumption = energy
     nvml.nvmlDeviceGetNvLinkState = nvlink_state
+    nvml.nvmlDeviceGetCudaComputeCapability = compute_capability
     nvml.nvmlSystemGetDriverVersion = lambda: driver.encode()  # old pynvml returns bytes
     nvml.nvmlSystemGetCudaDriverVersion = lambda: cuda
     return nvml

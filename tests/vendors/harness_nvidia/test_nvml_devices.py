@@ -79,3 +79,27 @@ def test_discovery_hook_uses_injected_nvml_and_shuts_it_down(monkeypatch):
     devices = plugin.discover_devices(vendor="nvidia")
     assert devices.count == 4 and fake.shutdowns == 1
     assert nvml_devices.SUGGESTION  # the hint every unavailable message ends with
+
+
+def test_discovery_records_the_cuda_compute_capability():
+    devices = discover(make_fake_nvml([FakeGpu(capability=(9, 0)), FakeGpu(name="NVIDIA A100-SXM4-80GB",
+                                                                             capability=(8, 0))]), environ={})
+    assert [d.compute_capability for d in devices.devices] == ["9.0", "8.0"]
+
+
+def test_discovery_without_a_compute_capability_falls_back_to_the_name():
+    from types import SimpleNamespace
+
+    from harness_nvidia import plugin
+
+    volta = [FakeGpu(name="Tesla V100-SXM2-32GB", uuid=f"GPU-{i}", capability=None) for i in range(2)]
+    devices = discover(make_fake_nvml(volta), environ={})  # the NVML call raises: no capability
+    assert [d.compute_capability for d in devices.devices] == [None, None]
+    old_pynvml = make_fake_nvml(volta)
+    del old_pynvml.nvmlDeviceGetCudaComputeCapability  # a pynvml without the call at all
+    assert discover(old_pynvml, environ={}) == devices
+    settings = SimpleNamespace(precision="bf16", nproc=2)
+    context = SimpleNamespace(devices=devices, config=SimpleNamespace(settings=settings))
+    assert plugin.unsupported_reason(context=context) == (
+        "bf16 training needs an Ampere or newer GPU (compute capability 8.0); Tesla V100-SXM2-32GB "
+        "has no bf16: use --precision fp16 or fp32")

@@ -6,7 +6,7 @@ import pytest
 
 from harness.models import DeviceInfo, DeviceSet
 from harness_nvidia import plugin
-from harness_nvidia.peak_flops import PEAK_TABLE, peak_flops
+from harness_nvidia.peak_flops import PEAK_TABLE, peak_flops, supports_bf16, supports_fp8
 
 T = 1e12
 
@@ -54,13 +54,14 @@ def test_hook_gives_one_peak_for_identical_gpus_and_none_for_mixed_or_unknown_on
     assert plugin.device_peak_flops(devices=cpu, precision="bf16") is None
 
 
-def _context(names: list[str], precision: str):
+def _context(names: list[str], precision: str, capability: str | None = None):
     """A planned run's context as the nvidia vendor's unsupported_reason reads it: the devices
-    discovered (a fake list here) and the precision."""
+    discovered (a fake list here, all of one compute capability) and the precision."""
     from types import SimpleNamespace
 
     devices = DeviceSet(vendor="nvidia", kind="gpu",
-                        devices=[DeviceInfo(index=i, name=name) for i, name in enumerate(names)])
+                        devices=[DeviceInfo(index=i, name=name, compute_capability=capability)
+                                 for i, name in enumerate(names)])
     settings = SimpleNamespace(precision=precision, nproc=len(names))
     return SimpleNamespace(devices=devices, config=SimpleNamespace(settings=settings))
 
@@ -83,3 +84,36 @@ def test_bf16_on_ampere_or_newer_or_an_unknown_gpu_is_not_refused(name):
 def test_fp8_before_hopper_is_refused():
     assert "fp8 tensor cores" in plugin.unsupported_reason(context=_context(["NVIDIA A100-SXM4-80GB"], "fp8"))
     assert plugin.unsupported_reason(context=_context(["NVIDIA H200"], "fp8")) is None
+
+
+UNKNOWN = "NVIDIA Future GPU"  # a name neither the peak table nor the pre-Ampere families know
+
+
+def test_bf16_is_refused_by_compute_capability_where_the_name_is_unknown():
+    assert plugin.unsupported_reason(context=_context([UNKNOWN], "bf16")) is None  # name: not known
+    assert plugin.unsupported_reason(context=_context([UNKNOWN], "bf16", "7.0")) == (
+        f"bf16 training needs an Ampere or newer GPU (compute capability 8.0); {UNKNOWN} "
+        "(compute capability 7.0) has no bf16: use --precision fp16 or fp32")
+    assert plugin.unsupported_reason(context=_context([UNKNOWN], "bf16", "8.0")) is None
+
+
+def test_fp8_is_accepted_by_compute_capability_where_the_name_is_unknown():
+    assert plugin.unsupported_reason(context=_context([UNKNOWN], "fp8", "9.0")) is None
+    assert plugin.unsupported_reason(context=_context([UNKNOWN], "fp8", "8.9")) is None  # Ada
+
+
+@pytest.mark.parametrize("name", [UNKNOWN, "NVIDIA H100 80GB HBM3"])
+def test_fp8_is_refused_by_compute_capability_8_0_whatever_the_name(name):
+    assert plugin.unsupported_reason(context=_context([name], "fp8", "8.0")) == (
+        "fp8 training needs fp8 tensor cores (compute capability 8.9: Ada, Hopper or newer); "
+        f"{name} (compute capability 8.0) has none: use --precision bf16")
+
+
+@pytest.mark.parametrize("capability", [None, "", "sm90"])  # absent or unreadable: the name decides
+def test_without_a_compute_capability_the_name_table_decides(capability):
+    assert supports_bf16("Tesla V100-SXM2-32GB", capability) is False
+    assert supports_bf16("NVIDIA A100-SXM4-80GB", capability) is True
+    assert supports_bf16(UNKNOWN, capability) is None
+    assert supports_fp8("NVIDIA H200", capability) is True
+    assert supports_fp8("NVIDIA A100-SXM4-80GB", capability) is False
+    assert supports_fp8(UNKNOWN, capability) is False
