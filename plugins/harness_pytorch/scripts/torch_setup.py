@@ -19,6 +19,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
+from device_backend import read_device_backend
 from memory_line import memory_line, process_peak_rss_mb
 
 
@@ -81,15 +82,6 @@ def read_config(path: str) -> tuple[dict, dict]:
     with open(path, encoding="utf-8") as handle:
         config = json.load(handle)
     return config["settings"], config["params"]
-
-
-def read_device_backend(path: str) -> dict:
-    """The vendor's device backend from the resolved config (``DeviceBackend`` as JSON)."""
-    with open(path, encoding="utf-8") as handle:
-        backend = json.load(handle).get("device")
-    if not backend:
-        fail("the resolved config names no device backend (the vendor declares none)")
-    return backend
 
 
 def load_torch_device(backend: dict) -> tuple[str, dict]:
