@@ -141,6 +141,32 @@ def start_training(config_path: str) -> tuple[dict, dict, Runtime]:
     return settings, params, runtime
 
 
+def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+                   parameters=None, max_norm: float | None = None) -> torch.Tensor | None:
+    """The optimizer step after a step's backward passes, through the loss scaler: with
+    ``max_norm`` the gradients of ``parameters`` are unscaled and clipped to that total norm
+    first (the norm before clipping is returned; None without clipping). A step whose fp16
+    gradients overflowed is skipped by the scaler, which lowers its scale. Gradients are
+    cleared for the next step either way."""
+    grad_norm = None
+    if max_norm is not None:
+        scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    return grad_norm
+
+
+def mean_over_ranks(value: torch.Tensor, world: int) -> float:
+    """The mean of this rank's scalar ``value`` over the ``world`` ranks, as a float (collective
+    when there are several ranks; waits for the device's queued work)."""
+    if world > 1:
+        dist.all_reduce(value)
+        value /= world
+    return float(value)
+
+
 def run_and_exit(main: Callable[[], int]) -> None:
     """Run ``main`` and exit with its code, skipping the interpreter's teardown: there, torch
     2.13's gloo threads are destroyed in an order that intermittently aborts a finished rank
