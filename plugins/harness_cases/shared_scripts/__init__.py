@@ -13,6 +13,8 @@ scripts' ``PYTHONPATH`` (``SHARED_SCRIPTS_DIR``) and the scripts import its modu
   harness's MFU uses too;
 - ``readback``: the read-back line every script prints before its first step (what it built
   and will run), which the core checks against the resolved config.
+- ``device_backend``: the vendor's device backend as the scripts read it from the resolved
+  config (standard library only).
 """
 
 import os

@@ -1,8 +1,9 @@
 """What the Paddle training scripts share: start, devices, distributed setup, AMP, data,
 the sums behind the step lines, the end.
 
-Standalone (paddle and numpy only): the scripts run in the Paddle environment's interpreter,
-directly or under ``python -m paddle.distributed.launch``.
+Paddle, numpy and the framework-neutral modules of ``harness_cases/shared_scripts`` only
+(the launch puts that folder on ``PYTHONPATH``): the scripts run in the Paddle environment's
+interpreter, directly or under ``python -m paddle.distributed.launch``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from contextlib import nullcontext
 import paddle
 import paddle.distributed as dist
 
+from device_backend import read_device_backend
 from memory_line import memory_line, process_peak_rss_mb
 
 AMP_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
@@ -41,15 +43,6 @@ def load_config(description: str) -> tuple[argparse.Namespace, dict, dict]:
     with open(args.config, encoding="utf-8") as handle:
         cfg = json.load(handle)
     return args, cfg["settings"], cfg["params"]
-
-
-def read_device_backend(config_path: str) -> dict:
-    """The vendor's device backend (harness's ``DeviceBackend``) from the resolved config."""
-    with open(config_path, encoding="utf-8") as handle:
-        backend = json.load(handle).get("device")
-    if not backend:
-        fail("the resolved config names no device backend (the vendor declares none)")
-    return backend
 
 
 class Runtime:

@@ -19,6 +19,7 @@ from typing import Callable
 import torch
 import torch.distributed as dist
 
+from device_backend import read_device_backend
 from memory_line import memory_line, process_peak_rss_mb
 
 
@@ -83,15 +84,6 @@ def read_config(path: str) -> tuple[dict, dict]:
     return config["settings"], config["params"]
 
 
-def read_device_backend(path: str) -> dict:
-    """The vendor's device backend from the resolved config (``DeviceBackend`` as JSON)."""
-    with open(path, encoding="utf-8") as handle:
-        backend = json.load(handle).get("device")
-    if not backend:
-        fail("the resolved config names no device backend (the vendor declares none)")
-    return backend
-
-
 def load_torch_device(backend: dict) -> tuple[str, dict]:
     """Import the modules the backend names and check torch knows its device type; returns
     (torch device type, the backend's torch entry). Exits 2 with a one-line error otherwise."""
@@ -147,6 +139,32 @@ def start_training(config_path: str) -> tuple[dict, dict, Runtime]:
     runtime = start_runtime(config_path, settings["seed"])
     runtime.check_precision(settings["precision"])
     return settings, params, runtime
+
+
+def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScaler,
+                   parameters=None, max_norm: float | None = None) -> torch.Tensor | None:
+    """The optimizer step after a step's backward passes, through the loss scaler: with
+    ``max_norm`` the gradients of ``parameters`` are unscaled and clipped to that total norm
+    first (the norm before clipping is returned; None without clipping). A step whose fp16
+    gradients overflowed is skipped by the scaler, which lowers its scale. Gradients are
+    cleared for the next step either way."""
+    grad_norm = None
+    if max_norm is not None:
+        scaler.unscale_(optimizer)  # clip the true gradients, not the scaled ones
+        grad_norm = torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    return grad_norm
+
+
+def mean_over_ranks(value: torch.Tensor, world: int) -> float:
+    """The mean of this rank's scalar ``value`` over the ``world`` ranks, as a float (collective
+    when there are several ranks; waits for the device's queued work)."""
+    if world > 1:
+        dist.all_reduce(value)
+        value /= world
+    return float(value)
 
 
 def run_and_exit(main: Callable[[], int]) -> None:

@@ -20,7 +20,6 @@ import time
 from contextlib import nullcontext
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
@@ -29,7 +28,7 @@ from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import finish_training, run_and_exit, start_training
+from torch_setup import finish_training, mean_over_ranks, optimizer_step, run_and_exit, start_training
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -178,15 +177,8 @@ def main() -> int:
                 loss = step_loss_module(*batch) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
-        scaler.unscale_(optimizer)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), p["grad_clip"])
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
-        if world > 1:
-            dist.all_reduce(step_loss)
-            step_loss /= world
-        value = float(step_loss)  # waits for the step to finish
+        optimizer_step(optimizer, scaler, model.parameters(), p["grad_clip"])
+        value = mean_over_ranks(step_loss, world)  # waits for the step to finish
         profiler.end(step)
         if not math.isfinite(value):
             log(f"error: non-finite loss {value} at step {step}")

@@ -17,7 +17,6 @@ import time
 from contextlib import nullcontext
 
 import torch
-import torch.distributed as dist
 import torch.nn.functional as F
 from torch.utils.data import BatchSampler, DataLoader, Dataset, DistributedSampler, Sampler
 
@@ -26,7 +25,7 @@ from dll import dll
 from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import finish_training, run_and_exit, start_training
+from torch_setup import finish_training, mean_over_ranks, optimizer_step, run_and_exit, start_training
 from image_records import MEAN, STD, ImageRecords, augmentation_rng
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
@@ -184,13 +183,8 @@ def main() -> int:
                 loss = F.cross_entropy(forward(images).float(), labels) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
-        scaler.step(optimizer)
-        scaler.update()
-        optimizer.zero_grad(set_to_none=True)
-        if world > 1:
-            dist.all_reduce(step_loss)
-            step_loss /= world
-        value = float(step_loss)  # waits for the step to finish on the device
+        optimizer_step(optimizer, scaler)
+        value = mean_over_ranks(step_loss, world)  # waits for the step to finish on the device
         elapsed = time.perf_counter() - start
         profiler.end(step)
         if not math.isfinite(value):

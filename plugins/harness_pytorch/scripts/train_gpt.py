@@ -18,7 +18,7 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
-from torch_setup import finish_training, run_and_exit, start_training
+from torch_setup import finish_training, optimizer_step, run_and_exit, start_training
 from gpt_model import GPT
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
@@ -253,13 +253,9 @@ def main() -> int:
                 log(f"> host optimizer step {step}: {time.perf_counter() - host_start:.2f} s "
                     f"({flat_optimizer.numel:,} fp32 parameters + 2 moments on the host)")
         else:
-            scaler.unscale_(optimizer)
-            grad_norm = torch.nn.utils.clip_grad_norm_(model.parameters(), p["grad_clip"])
+            grad_norm = optimizer_step(optimizer, scaler, model.parameters(), p["grad_clip"])
             # FSDP2 returns a DTensor: materialising it is a collective, so every rank does it.
             norm_value = float(grad_norm.full_tensor() if hasattr(grad_norm, "full_tensor") else grad_norm)
-            scaler.step(optimizer)
-            scaler.update()
-            optimizer.zero_grad(set_to_none=True)
         if scaler.is_enabled() and scaler.get_scale() < scale_before:
             skipped += 1
         consumed += global_batch

@@ -78,3 +78,89 @@ def test_start_training_refuses_a_precision_the_device_lacks(tmp_path, monkeypat
         start_training(_config(tmp_path, "fp16"))
     assert exit_info.value.code == 2
     assert capsys.readouterr().out == "error: cpu devices have no fp16; use one of bf16, fp32\n"
+
+
+def _linear(weight: float = 1.0) -> torch.nn.Linear:
+    layer = torch.nn.Linear(2, 1, bias=False)
+    with torch.no_grad():
+        layer.weight.fill_(weight)
+    return layer
+
+
+def _backward(layer: torch.nn.Linear, scaler, inputs=(3.0, 4.0)) -> None:
+    """A loss whose gradient on the weight is ``inputs``."""
+    scaler.scale(layer(torch.tensor([inputs])).sum()).backward()
+
+
+def test_optimizer_step_in_fp32_steps_and_clears_the_gradients():
+    from torch_setup import optimizer_step
+
+    layer = _linear()
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", enabled=False)
+    _backward(layer, scaler)
+    assert optimizer_step(optimizer, scaler) is None  # no clipping, no norm
+    assert layer.weight.flatten().tolist() == pytest.approx([1 - 0.3, 1 - 0.4])
+    assert layer.weight.grad is None
+
+
+def test_optimizer_step_clips_the_unscaled_gradients_and_returns_their_norm():
+    from torch_setup import optimizer_step
+
+    layer = _linear()
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=1000)
+    _backward(layer, scaler)  # gradient (3, 4), norm 5, scaled by 1024
+    norm = optimizer_step(optimizer, scaler, layer.parameters(), max_norm=1.0)
+    assert float(norm) == pytest.approx(5.0)  # the true norm, not the scaled one
+    # The step used the clipped gradient (0.6, 0.8), unscaled once only.
+    assert layer.weight.flatten().tolist() == pytest.approx([1 - 0.06, 1 - 0.08], rel=1e-4)
+    assert scaler.get_scale() == 2.0**10 and layer.weight.grad is None
+
+
+def test_an_overflowing_fp16_step_is_skipped_and_lowers_the_scale():
+    """What train_gpt.py counts as a skipped iteration: the scaler's scale fell."""
+    from torch_setup import optimizer_step
+
+    layer = _linear()
+    optimizer = torch.optim.SGD(layer.parameters(), lr=0.1)
+    scaler = torch.amp.GradScaler("cpu", init_scale=2.0**10)
+    _backward(layer, scaler, inputs=(float("inf"), 1.0))
+    optimizer_step(optimizer, scaler, layer.parameters(), max_norm=1.0)
+    assert layer.weight.tolist() == [[1.0, 1.0]]  # not stepped
+    assert scaler.get_scale() == 2.0**9 and layer.weight.grad is None
+    _backward(layer, scaler)  # the next step is taken again, at the lower scale
+    optimizer_step(optimizer, scaler)
+    assert layer.weight.flatten().tolist() == pytest.approx([1 - 0.3, 1 - 0.4])
+    assert scaler.get_scale() == 2.0**9
+
+
+def _mean_on_rank(rank: int, store_path: str, results) -> None:
+    import torch.distributed as dist
+
+    from torch_setup import mean_over_ranks
+
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", world_size=2, rank=rank)
+    results.put((rank, mean_over_ranks(torch.tensor(float(rank * 4 + 1)), 2)))
+    dist.destroy_process_group()
+
+
+def test_mean_over_ranks_averages_across_ranks(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    ranks = [context.Process(target=_mean_on_rank, args=(rank, str(tmp_path / "store"), results))
+             for rank in range(2)]
+    for process in ranks:
+        process.start()
+    means = dict(results.get(timeout=60) for _ in ranks)
+    for process in ranks:
+        process.join(timeout=60)
+    assert means == {0: 3.0, 1: 3.0}  # (1 + 5) / 2 on both
+
+
+def test_mean_over_ranks_of_one_rank_is_the_value():
+    from torch_setup import mean_over_ranks
+
+    assert mean_over_ranks(torch.tensor(2.5), 1) == 2.5
