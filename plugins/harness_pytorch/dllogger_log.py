@@ -16,7 +16,8 @@ A BERT iteration line has no throughput of its own: it is derived from the times
 consecutive iteration lines and the global batch (per-GPU batch x accumulation x GPUs).
 
 ResNet-50 (``main.py``) logs per-iteration ``train.total_ips`` (data + compute) and
-``train.compute_ips``; the default method is the harness mean after warm-up::
+``train.compute_ips``; the default method is the harness mean after warm-up, and step times
+come from the timestamps of consecutive iteration lines, as for BERT::
 
     DLL 2023-08-04 05:46:28.892809 - Epoch: 0 Iteration: 2  train.loss : 7.85750 None
         train.compute_ips : 366.98 images/s train.total_ips : 365.85 images/s train.lr : 0.1
@@ -200,6 +201,7 @@ class ResNetDLLParser(_DLLParser):
         super().__init__(**hints)
         self.key = "train.compute_ips" if use_compute_ips else "train.total_ips"
         self._steps_per_epoch = 0
+        self._previous_time: float | None = None
         self.epoch_throughput: list[float] = []
         self.meta["end_marker"] = "the DLLogger Summary line"
 
@@ -223,14 +225,21 @@ class ResNetDLLParser(_DLLParser):
             return None
         if rec.kind == "epoch":
             self.epoch_throughput.append(value)
+            # What follows an epoch (NVIDIA's validation, the next epoch's loader) is no step.
+            self._previous_time = None
             return None
         if rec.kind != "step":
             return None
         iteration = rec.iteration or 0
         self._steps_per_epoch = max(self._steps_per_epoch, iteration)
         step = (rec.epoch or 0) * self._steps_per_epoch + iteration
-        return self.record(step=step, throughput=value, loss=rec.number("train.loss"),
-                           learning_rate=rec.number("train.lr"))
+        # A step's wall time: from the previous step line's timestamp, as BERT's (the first step
+        # of the log and of each epoch has none).
+        seconds = rec.seconds()
+        previous, self._previous_time = self._previous_time, seconds
+        step_time = seconds - previous if previous is not None else None
+        return self.record(step=step, step_time_s=step_time, throughput=value,
+                           loss=rec.number("train.loss"), learning_rate=rec.number("train.lr"))
 
     def finish(self):
         if self.epoch_throughput:

@@ -121,6 +121,20 @@ def test_resnet_total_and_compute_ips(tmp_path):
     assert [s.throughput for s in compute.steps] == [25.22, 366.98]
 
 
+def test_resnet_step_times_from_consecutive_iteration_lines(tmp_path):
+    """The step's wall time, as BERT's: agrees with the batch over the logged images/s."""
+    parsed = PyTorchDLEFormat().parse_file(write(tmp_path, RESNET))
+    assert parsed.steps[0].step_time_s is None
+    assert parsed.steps[1].step_time_s == pytest.approx(0.699896, abs=1e-6)
+    assert parsed.steps[1].step_time_s == pytest.approx(256 / 365.85, rel=1e-3)
+    # The first step after an epoch's line (validation, a new loader) gets none.
+    after_epoch = RESNET.replace("DLL 2023-08-04 05:47:42.970732 - Summary", (
+        "DLL 2023-08-04 05:47:50.000000 - Epoch: 1 Iteration: 1  train.loss : 6.1 None "
+        "train.total_ips : 360.0 images/s train.lr : 0.1\nDLL 2023-08-04 05:47:42.970732 - Summary"))
+    steps = PyTorchDLEFormat().parse_file(write(tmp_path, after_epoch)).steps
+    assert len(steps) == 3 and steps[2].step_time_s is None
+
+
 def test_resnet_old_img_per_s_lines_with_mpi_prefix(tmp_path):
     text = ("Wed Jun  1 10:54:47 2022[1,0]<stdout>:DLL 2022-06-01 10:54:47.460408 - Epoch: 0 Iteration: 2  "
             "train.loss : 6.99618  train.total_ips : 21193.44 img/s\n")

@@ -29,3 +29,6 @@ def test_cnn_dllogger_lines(tmp_path):
     assert [s.step for s in parsed.steps] == list(range(1, 31)) and not parsed.errors
     assert parsed.steps[0].throughput == pytest.approx(10.12) and parsed.unit == "images/s"
     assert parsed.steps[-1].loss < parsed.steps[0].loss
+    # Step times from the timestamps, for the result's step-time statistics and noise flag.
+    assert parsed.steps[0].step_time_s is None
+    assert all(s.step_time_s > 0 for s in parsed.steps[1:16])
