@@ -79,6 +79,11 @@ class HostOffloadAdamW(FlatParameters):
         self.grads.zero_()
         return float(norm)
 
+    @property
+    def updated_numel(self) -> int:
+        """Parameters this rank updates on the host: its matrix chunks and the small ones."""
+        return sum(end - begin for begin, end, _ in self.owned_chunks()) + (self.numel - self.boundary)
+
     def matrix_chunks(self) -> list[tuple[int, int, torch.optim.AdamW]]:
         return [c for c in self.chunks if c[1] <= self.boundary]
 

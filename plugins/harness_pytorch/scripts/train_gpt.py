@@ -251,7 +251,8 @@ def main() -> int:
             norm_value = flat_optimizer.step(lr, p["grad_clip"])
             if offload == "cpu" and rank == 0 and step <= 3:
                 log(f"> host optimizer step {step}: {time.perf_counter() - host_start:.2f} s "
-                    f"({flat_optimizer.numel:,} fp32 parameters + 2 moments on the host)")
+                    f"({flat_optimizer.updated_numel:,} fp32 parameters + 2 moments on the host"
+                    + (f", this rank's share of {flat_optimizer.numel:,}" if world > 1 else "") + ")")
         else:
             grad_norm = optimizer_step(optimizer, scaler, model.parameters(), p["grad_clip"])
             # FSDP2 returns a DTensor: materialising it is a collective, so every rank does it.

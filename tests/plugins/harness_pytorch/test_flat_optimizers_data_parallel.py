@@ -50,7 +50,8 @@ def _rank(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank
             for x in batches(step, rank):
                 (model(x).square().mean() / ACCUM).backward()
             norms.append(optimizer.step(1e-2, CLIP))
-        owned = len(optimizer.owned_chunks()) if hasattr(optimizer, "owned_chunks") else None
+        owned = ((len(optimizer.owned_chunks()), optimizer.updated_numel, optimizer.numel)
+                 if hasattr(optimizer, "owned_chunks") else None)
         torch.save(([p.detach().clone() for p in model.parameters()], norms, owned),
                    os.path.join(folder, f"rank{rank}.pt"))
     finally:
@@ -92,7 +93,10 @@ def test_data_parallel_ranks_match_one_optimizer_fed_both_ranks_batches(tmp_path
         for got, want in zip(weights, reference.parameters()):
             torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-6)
     if kind == "host":  # the host update was split between the ranks, not done twice
-        assert results[0][2] > 0 and results[1][2] > 0
+        (chunks0, updated0, numel), (chunks1, updated1, _) = results[0][2], results[1][2]
+        assert chunks0 > 0 and chunks1 > 0
+        small = sum(p.numel() for p in reference.parameters() if p.dim() < 2)  # every rank's
+        assert updated0 + updated1 == numel + small
 
 
 def test_ranks_that_start_from_different_weights_are_refused(tmp_path):
