@@ -62,6 +62,14 @@ def test_argv_single_gpu_is_torchrun_standalone(pm, tmp_path):
     assert launch.log_format == "megatron" and launch.nproc == 1
 
 
+def test_launch_keeps_the_callers_pythonpath_behind_the_shared_scripts(pm, tmp_path, monkeypatch):
+    """As every framework's launch (tests/plugins/test_launch_pythonpath.py): Megatron-core
+    installed on the caller's PYTHONPATH stays importable."""
+    monkeypatch.setenv("PYTHONPATH", "/opt/megatron-lm")
+    launch = plugin.run(context=gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16"), env=ENV, dataset=DATA)
+    assert launch.env["PYTHONPATH"].split(":") == [str(SHARED_SCRIPTS_DIR), "/opt/megatron-lm"]
+
+
 def test_argv_tensor_parallel_case(pm, tmp_path):
     context = gpu_context(pm, tmp_path, "2D_2x4x1_16_1536x16")
     launch = plugin.run(context=context, env=ENV, dataset=DATA)
