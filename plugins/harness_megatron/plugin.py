@@ -104,8 +104,12 @@ def _layout_refusal(context: RunContext) -> str | None:
                     f"{case.world_size} GPUs; this run has {world} (--nproc/--nnodes). "
                     "Pick a case whose layout fits.")
     p = context.config.params
-    tp = int(p.get("tensor_parallel_degree", 1) or 1)
-    pp = int(p.get("pipeline_parallel_degree", 1) or 1)
+    # Read as the script reads them (int(p.get(key, 1))): a 0 here must be refused, not taken for 1.
+    tp = int(p.get("tensor_parallel_degree", 1))
+    pp = int(p.get("pipeline_parallel_degree", 1))
+    if tp < 1 or pp < 1:
+        return (f"tensor parallel {tp} / pipeline parallel {pp}: each degree is a whole number "
+                "of at least 1")
     if world % (tp * pp):
         return f"world size {world} is not a multiple of tensor parallel {tp} x pipeline parallel {pp}"
     if p["num_layers"] % pp or p["num_heads"] % tp or p["vocab_size"] % tp:

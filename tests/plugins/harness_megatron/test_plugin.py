@@ -62,6 +62,14 @@ def test_argv_single_gpu_is_torchrun_standalone(pm, tmp_path):
     assert launch.log_format == "megatron" and launch.nproc == 1
 
 
+def test_launch_keeps_the_callers_pythonpath_behind_the_shared_scripts(pm, tmp_path, monkeypatch):
+    """As every framework's launch (tests/plugins/test_launch_pythonpath.py): Megatron-core
+    installed on the caller's PYTHONPATH stays importable."""
+    monkeypatch.setenv("PYTHONPATH", "/opt/megatron-lm")
+    launch = plugin.run(context=gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16"), env=ENV, dataset=DATA)
+    assert launch.env["PYTHONPATH"].split(":") == [str(SHARED_SCRIPTS_DIR), "/opt/megatron-lm"]
+
+
 def test_argv_tensor_parallel_case(pm, tmp_path):
     context = gpu_context(pm, tmp_path, "2D_2x4x1_16_1536x16")
     launch = plugin.run(context=context, env=ENV, dataset=DATA)
@@ -100,6 +108,9 @@ def test_layout_must_match_the_name_before_launch(pm, tmp_path):
     (4, ["tensor_parallel_degree=3"], "world size 4 is not a multiple of tensor parallel 3 x pipeline parallel 1"),
     (8, ["tensor_parallel_degree=8"], "2 layers / 4 heads / vocab 2048 do not divide into pipeline parallel 1 / tensor parallel 8"),
     (4, ["pipeline_parallel_degree=4"], "2 layers / 4 heads / vocab 2048 do not divide into pipeline parallel 4"),
+    # The script divides the world size by tp x pp: a degree below 1 would end it with a traceback.
+    (4, ["tensor_parallel_degree=0"], "tensor parallel 0 / pipeline parallel 1: each degree is a whole number of at least 1"),
+    (4, ["pipeline_parallel_degree=-1"], "tensor parallel 1 / pipeline parallel -1: each degree is a whole number of at least 1"),
 ])
 def test_parallel_degrees_must_divide_before_launch(pm, tmp_path, nproc, pairs, reason):
     context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=nproc, scale="smoke", set_pairs=pairs)
