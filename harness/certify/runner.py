@@ -93,8 +93,7 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
     records: list[PointRecord] = []
     results = []
     total = len(points) * repeats
-    done = 0
-    for point in points:
+    for number, point in enumerate(points):
         record = PointRecord.of(point)
         records.append(record)
         case = registry.cases.get(point.case)
@@ -103,24 +102,20 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
             context = plan(pm, registry, run_request)
         except UnavailableError as exc:  # e.g. the memory planner: nothing fits this device
             record.refused = f"cannot run on this machine: {exc}"
-            done += repeats
             continue
         except HarnessError as exc:
             record.refused = f"config does not resolve: {exc}"
-            done += repeats
             continue
         # A vendor config that sets a locked key never gets here: resolve_config refuses it.
         reference = rules.reference_config(case, point, request.vendor, spec.scale)
         verdict = rules.check_rules(case, context.config, reference, point.label)
         if not verdict.passed:
             record.refused = verdict.reason
-            done += repeats
             continue
         # Planned once; each repeat is its own run of that plan (a run id and folder of its own).
         context = suite_sourced(context, point, spec.name)
         for repeat in range(1, repeats + 1):
-            done += 1
-            observer.point(point.label, repeat, repeats, done, total)
+            observer.point(point.label, repeat, repeats, number * repeats + repeat, total)
             if repeat > 1:
                 context = replanned(context)
             try:

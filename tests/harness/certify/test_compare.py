@@ -12,10 +12,11 @@ def _side(score: float | None, cv: float | None) -> PointSummary:
 
 
 def test_beyond_noise_is_the_harness_compare_rule():
-    for (score_b, cv_a, cv_b) in ((105.0, 0.01, 0.01), (101.0, 0.01, 0.01), (110.0, None, 0.02),
-                                  (101.0, 0.02, None)):
+    # |B/A - 1| against 2 x sqrt(CV_A^2 + CV_B^2): 5% > 2.8%, 1% < 2.8%, 10% > 4%, 1% < 4%.
+    for (score_b, cv_a, cv_b, expected) in ((105.0, 0.01, 0.01, True), (101.0, 0.01, 0.01, False),
+                                            (110.0, None, 0.02, True), (101.0, 0.02, None, False)):
         row = PointComparison("p", _side(100.0, cv_a), _side(score_b, cv_b))
-        assert row.beyond_noise is beyond_noise(score_b / 100.0, cv_a, cv_b)
+        assert row.beyond_noise is beyond_noise(score_b / 100.0, cv_a, cv_b) is expected
     # A side without a noise estimate adds none; the other side's noise still decides.
     assert PointComparison("p", _side(100.0, None), _side(110.0, 0.02)).beyond_noise is True
     assert PointComparison("p", _side(100.0, None), _side(110.0, None)).beyond_noise is None

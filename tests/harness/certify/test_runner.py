@@ -112,9 +112,16 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, regis
     monkeypatch.setattr(evaluate_module, "stream_log", counting_stream_log)
     text = (recorded / "suite.toml").read_text()
     suite = Suite(spec=parse_suite_text(text, "t"), text=text, source=claimed.suite_source)
-    outcome = runner.run_certification(pm, registry, runner.CertifyRequest(
-        suite=suite, vendor="cpu", output=tmp_path / "out"))
+    progress = []
 
+    class Progress(runner.CertifyObserver):
+        def point(self, label, repeat, repeats, index, total):
+            progress.append((repeat, repeats, index, total))
+
+    outcome = runner.run_certification(pm, registry, runner.CertifyRequest(
+        suite=suite, vendor="cpu", output=tmp_path / "out"), Progress())
+
+    assert progress == [(1, 3, 1, 3), (2, 3, 2, 3), (3, 3, 3, 3)]
     assert len(plans) == 1
     assert len(contexts) == 3 and len({c.run_id for c in contexts}) == 3
     assert len({c.run_dir for c in contexts}) == 3 and all(c.run_dir.name == c.run_id for c in contexts)

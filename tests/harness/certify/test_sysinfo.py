@@ -30,5 +30,5 @@ def test_the_git_commit_is_the_fingerprints(pm, monkeypatch):
     """One reading of the checkout's commit (``-dirty`` included) for results and certificates."""
     from harness.certify import sysinfo
 
-    monkeypatch.setattr(sysinfo, "harness_git_sha", lambda: "abc123-dirty", raising=False)
+    monkeypatch.setattr(sysinfo, "harness_git_sha", lambda: "abc123-dirty")
     assert collect(pm, [])["harness_git_sha"] == "abc123-dirty"
