@@ -116,10 +116,10 @@ def resolve_config(
     """Merge the layers and validate the result; errors name the bad key and the valid ones.
 
     ``layout`` holds what the planner decided for the process layout (``nproc``, ``nnodes``),
-    each value with where it came from: ``cli``, ``devices:<vendor>``, or None for the case's
-    own default (which, like every default, gets no entry in ``sources``). It is applied with
-    the precedence of the command line's options (below ``--set``): the vendor config was
-    chosen for exactly this layout.
+    each value with where it came from: ``cli``, ``devices:<vendor>``, ``slurm`` (the Slurm
+    step's node count), or None for the case's own default (which, like every default, gets
+    no entry in ``sources``). It is applied with the precedence of the command line's options
+    (below ``--set``): the vendor config was chosen for exactly this layout.
     """
     settings: dict[str, Any] = dict(case.settings)
     params: dict[str, ParamValue] = dict(case.params)

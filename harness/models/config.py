@@ -98,7 +98,8 @@ class ResolvedConfig(BaseModel):
                     "--scale smoke preset), vendor:<config name> (the vendor per-case config, "
                     "named by hardware_config), cli (the command line of a run or a sweep: an "
                     "option, --set, the case string), sweep:<file name> (a sweep file's value), "
-                    "devices:<vendor> (a process per device of the vendor), memory-planner "
+                    "devices:<vendor> (a process per device of the vendor), slurm (the node count "
+                    "of the Slurm step, under --launcher slurm), memory-planner "
                     "(changed to fit device memory), suite:<name> (a certification suite's "
                     "setting).",
     )

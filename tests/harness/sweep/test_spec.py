@@ -183,6 +183,14 @@ def test_sweep_file_values_are_labelled_with_the_file_not_the_command_line(tmp_p
     assert point.context.config.settings.max_steps == 5
     assert modified_keys(point.context.config) == ["learning_rate", "max_steps", "seed"]
 
+    # A case string given on the command line: its layout is the command line's, not the file's.
+    planned.clear()
+    assert main(["sweep", str(path), "--case", "gpt3_125M:pytorch_2.11:cpu:1:2:1", "--dry-run",
+                 "--output", str(tmp_path / "results")]) == 0
+    sources = planned[0].context.config.sources
+    assert (sources["nproc"], sources["nnodes"]) == ("cli", "cli")
+    assert sources["micro_batch_size"] == sources["learning_rate"] == "sweep:explore.toml"
+
     # Without a file every value is the command line's.
     planned.clear()
     assert main(["sweep", "--case", "gpt3_125M", "--scale", "smoke", "--max-steps", "4",
