@@ -157,7 +157,7 @@ def unsupported_reason(context: RunContext) -> str | None:
         if context.case.model != "gpt":
             return "fp8 training is implemented for the GPT cases only (torchao float8)"
         if context.devices.kind == "cpu":
-            return "fp8 training needs a GPU with fp8 tensor cores (Hopper or newer); use bf16"
+            return "fp8 training needs a GPU with fp8 tensor cores (Ada, Hopper or newer); use bf16"
     offload = str(params.get("offload", "none")) == "cpu"
     optimizer_masters = str(params.get("master_weights", "model")) == "optimizer"
     if offload:
