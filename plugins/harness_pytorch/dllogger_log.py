@@ -44,6 +44,17 @@ _NNODES = re.compile(r"\bnnodes[=\s](\d+)")
 class _DLLParser(RecordingParser):
     """Common part: feeds DLLogger records to ``on_record``, watches failures elsewhere."""
 
+    def __init__(self, **hints: Any):
+        super().__init__(**hints)
+        self._previous_time: float | None = None
+
+    def step_time(self, rec: DLLRecord) -> float | None:
+        """A step line's wall time: since the previous step line's timestamp (``None`` for the
+        first, and after ``_previous_time`` was reset)."""
+        seconds = rec.seconds()
+        previous, self._previous_time = self._previous_time, seconds
+        return seconds - previous if previous is not None else None
+
     def feed(self, line: str) -> StepRecord | None:
         if "DLL 2" in line:
             rec = parse_dll_line(line)
@@ -74,7 +85,6 @@ class BertDLLParser(_DLLParser):
 
     def __init__(self, **hints: Any):
         super().__init__(**hints)
-        self._previous_time: float | None = None
         self._accumulation: int | None = None
         self._batch_per_gpu: int | None = self.batch_size
         self._launch_gpus: int | None = None
@@ -131,8 +141,7 @@ class BertDLLParser(_DLLParser):
             return None
         if rec.kind != "step":
             return None
-        seconds = rec.seconds()
-        previous, self._previous_time = self._previous_time, seconds
+        step_time = self.step_time(rec)
         skipped = rec.number("skipped_steps")
         if skipped is not None:
             self._skipped_steps = int(skipped)
@@ -142,7 +151,6 @@ class BertDLLParser(_DLLParser):
             loss = rec.number("average_loss")
         if loss is None:
             loss = rec.number("final_loss")
-        step_time = seconds - previous if previous is not None else None
         global_batch = self._global_batch()
         throughput = global_batch / step_time if (global_batch and step_time) else None
         return self.record(step=rec.iteration, step_time_s=step_time, throughput=throughput,
@@ -201,7 +209,6 @@ class ResNetDLLParser(_DLLParser):
         super().__init__(**hints)
         self.key = "train.compute_ips" if use_compute_ips else "train.total_ips"
         self._steps_per_epoch = 0
-        self._previous_time: float | None = None
         self.epoch_throughput: list[float] = []
         self.meta["end_marker"] = "the DLLogger Summary line"
 
@@ -233,12 +240,8 @@ class ResNetDLLParser(_DLLParser):
         iteration = rec.iteration or 0
         self._steps_per_epoch = max(self._steps_per_epoch, iteration)
         step = (rec.epoch or 0) * self._steps_per_epoch + iteration
-        # A step's wall time: from the previous step line's timestamp, as BERT's (the first step
-        # of the log and of each epoch has none).
-        seconds = rec.seconds()
-        previous, self._previous_time = self._previous_time, seconds
-        step_time = seconds - previous if previous is not None else None
-        return self.record(step=step, step_time_s=step_time, throughput=value,
+        # The first step of the log and of each epoch has no step time.
+        return self.record(step=step, step_time_s=self.step_time(rec), throughput=value,
                            loss=rec.number("train.loss"), learning_rate=rec.number("train.lr"))
 
     def finish(self):

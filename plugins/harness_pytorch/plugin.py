@@ -146,33 +146,31 @@ def unsupported_reason(context: RunContext) -> str | None:
         torch_device(context.vendor, context.config.device)
     except HarnessError as exc:
         return str(exc)
-    settings = context.config.settings
+    settings, params = context.config.settings, context.config.params
     if context.case.model == "bert" and settings.max_steps <= settings.skip_steps:
         # train_bert.py's own throughput (training_sequences_per_second, the result) times the
         # steps after the warm-up: without one it would divide a step's samples by the whole run.
         return (f"max_steps={settings.max_steps} leaves no step after the skip_steps="
                 f"{settings.skip_steps} warm-up steps, which the BERT throughput leaves out; "
                 f"run more than {settings.skip_steps} steps")
-    if context.config.settings.precision == "fp8":
+    if settings.precision == "fp8":
         if context.case.model != "gpt":
             return "fp8 training is implemented for the GPT cases only (torchao float8)"
         if context.devices.kind == "cpu":
-            return "fp8 training needs a GPU with fp8 tensor cores (Hopper or newer); use bf16"
-    if str(context.config.params.get("offload", "none")) == "cpu":
+            return "fp8 training needs a GPU with fp8 tensor cores (Ada, Hopper or newer); use bf16"
+    offload = str(params.get("offload", "none")) == "cpu"
+    optimizer_masters = str(params.get("master_weights", "model")) == "optimizer"
+    if offload:
         if context.devices.kind == "cpu":
             return ("offload=cpu moves the optimizer from an accelerator's memory to the host; "
                     "on the cpu vendor everything is in host memory already")
-        if context.config.settings.precision == "fp16":  # train_gpt.py refuses it too
+        if settings.precision == "fp16":  # train_gpt.py refuses it too
             return ("offload=cpu runs in bf16 or fp32 (its host optimizer has no fp16 loss "
                     "scaling); use --precision bf16")
-    if str(context.config.params.get("master_weights", "model")) == "optimizer":
-        if context.config.settings.precision not in ("bf16", "fp8"):
-            return ("master_weights=optimizer keeps bf16 weights beside fp32 masters; it runs in "
-                    "bf16 or fp8, use master_weights=model for "
-                    f"{context.config.settings.precision}")
-    flat = (str(context.config.params.get("offload", "none")) == "cpu"
-            or str(context.config.params.get("master_weights", "model")) == "optimizer")
-    if flat and context.config.settings.world_size > 1 and int(context.config.params.get("sharding_stage", 0) or 0) > 0:
+    if optimizer_masters and settings.precision not in ("bf16", "fp8"):
+        return ("master_weights=optimizer keeps bf16 weights beside fp32 masters; it runs in "
+                f"bf16 or fp8, use master_weights=model for {settings.precision}")
+    if (offload or optimizer_masters) and settings.world_size > 1 and int(params.get("sharding_stage", 0) or 0) > 0:
         return ("offload=cpu and master_weights=optimizer train data parallel (every rank holds "
                 "the whole model); sharding_stage needs offload=none and master_weights=model")
     return None

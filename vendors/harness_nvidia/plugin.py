@@ -105,10 +105,9 @@ def host_threads_per_process(context: RunContext) -> int:
     """This node's cores shared among its GPU processes. torchrun would otherwise set
     OMP_NUM_THREADS=1 for several processes a node, and the host work of a rank (the offloaded
     optimizer's CPU AdamW above all) would run on one core."""
-    import os
+    from harness.launch import usable_cores
 
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, cores // max(1, context.config.settings.nproc))
+    return max(1, usable_cores() // max(1, context.config.settings.nproc))
 
 
 @hookimpl(wrapper=True)

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 import torch
+from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 
 SCRIPTS = Path(__file__).resolve().parents[3] / "plugins" / "harness_pytorch" / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+for folder in (SHARED_SCRIPTS_DIR, SCRIPTS):  # as the launch orders them: SCRIPTS first
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
 
 
 def make_model(seed: int) -> torch.nn.Module:

@@ -33,6 +33,13 @@ def make_optimizer(kind: str, model, chunk: int):
 
 
 def _rank(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank: bool) -> None:
+    from torch_setup import run_and_exit
+
+    # A spawned gloo rank ends as the training scripts' do (its results are saved by then).
+    run_and_exit(lambda: _train(rank, port, folder, kind, chunk, seed_of_rank))
+
+
+def _train(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank: bool) -> int:
     import torch.distributed as dist
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
@@ -43,8 +50,7 @@ def _rank(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank
             optimizer = make_optimizer(kind, model, chunk)
         except RuntimeError as exc:
             torch.save(str(exc), os.path.join(folder, f"rank{rank}.pt"))
-            dist.destroy_process_group()
-            os._exit(0)
+            return 0
         norms = []
         for step in range(STEPS):
             for x in batches(step, rank):
@@ -56,10 +62,7 @@ def _rank(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank
                    os.path.join(folder, f"rank{rank}.pt"))
     finally:
         dist.destroy_process_group()
-    # This CPU torch build sometimes aborts a spawned gloo process at interpreter exit, after
-    # all its work ("terminate called without an active exception", seen with a plain AdamW
-    # step and one all-reduce too): the results are saved, so leave without the teardown.
-    os._exit(0)
+    return 0
 
 
 def spawn(tmp_path, kind: str, chunk: int, seed_of_rank: bool = False) -> dict:

@@ -144,3 +144,17 @@ def test_bert_refusal_is_one_line_exit_2_before_anything_runs(tmp_path):
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert "max_steps=2 leaves no step after the skip_steps=5 warm-up steps" in done.stderr
     assert not (tmp_path / "cache" / "data").exists()  # refused before the data were made
+
+
+def test_fp8_on_cpu_devices_names_the_gpus_that_have_it(tmp_path):
+    """A vendor of cpu devices that declares fp8 (the cpu vendor itself does not): the refusal
+    names the GPUs train_gpt.py accepts, compute capability 8.9 on (Ada as well as Hopper)."""
+    from harness_pytorch import plugin
+    from tests.plugins.conftest import plan_context
+
+    context = plan_context(tmp_path, "gpt3_125M", "pytorch")
+    settings = context.config.settings.model_copy(update={"precision": "fp8"})
+    context = context.model_copy(update={"config": context.config.model_copy(update={"settings": settings})})
+    assert context.devices.kind == "cpu"
+    assert plugin.unsupported_reason(context=context) == (
+        "fp8 training needs a GPU with fp8 tensor cores (Ada, Hopper or newer); use bf16")
