@@ -15,6 +15,8 @@ scripts' ``PYTHONPATH`` (``SHARED_SCRIPTS_DIR``) and the scripts import its modu
   and will run), which the core checks against the resolved config.
 - ``device_backend``: the vendor's device backend as the scripts read it from the resolved
   config (standard library only).
+- ``step_profile``: the diagnostics kernel profile of the steps named in
+  ``HARNESS_PROFILE_STEPS`` (torch only), so frameworks are profiled alike.
 """
 
 import os

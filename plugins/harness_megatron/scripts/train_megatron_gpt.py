@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from lr_schedule import lr_at
 from readback import print_readback
+from step_profile import StepProfiler
 
 #: Megatron-core is not device-agnostic (CUDA RNG tracker, fused kernels): the one torch
 #: device type it runs on. The vendor's backend must declare it (the nvidia vendor does).
@@ -343,7 +344,9 @@ def main() -> int:
     decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
     consumed = nan_iters = skipped = 0
     model.train()
+    profiler = StepProfiler(rank, DEVICE_TYPE, log)  # HARNESS_PROFILE_STEPS, diagnostics only
     for step in range(1, max_steps + 1):
+        profiler.begin(step)
         started = time.perf_counter()
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
                    floor=p["min_learning_rate"])
@@ -365,6 +368,7 @@ def main() -> int:
         value = float(loss)  # synchronises the device before the time is read
         accelerator.synchronize()
         elapsed_ms = 1000.0 * (time.perf_counter() - started)
+        profiler.end(step)
         consumed += global_batch
         if last_stage and not math.isfinite(value):
             nan_iters += 1

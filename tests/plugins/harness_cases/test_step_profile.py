@@ -1,16 +1,16 @@
-"""The diagnostics profiler of the PyTorch trainers (HARNESS_PROFILE_STEPS)."""
+"""The diagnostics profiler of the training scripts (HARNESS_PROFILE_STEPS), shared by the frameworks."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
-SCRIPTS = Path(__file__).resolve().parents[3] / "plugins" / "harness_pytorch" / "scripts"
-if str(SCRIPTS) not in sys.path:
-    sys.path.insert(0, str(SCRIPTS))
+from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR  # noqa: E402
+
+if str(SHARED_SCRIPTS_DIR) not in sys.path:
+    sys.path.insert(0, str(SHARED_SCRIPTS_DIR))
 from step_profile import StepProfiler, profile_window  # noqa: E402
 
 
@@ -79,3 +79,30 @@ def test_cudnn_batch_norm_and_convolutions_are_not_counted_as_attention():
     assert "3.0 ms" in categories["convolution"]
     assert "0.5 ms" in categories["attention"]
     assert "0.3 ms" in categories["matmul"]
+
+
+def test_eager_kernels_of_an_uncompiled_framework_have_their_own_categories():
+    """Megatron-core without Transformer Engine runs eager torch kernels: they are told apart."""
+    from types import SimpleNamespace
+
+    from step_profile import kernel_breakdown
+
+    def event(key, us):
+        return SimpleNamespace(key=key, device_time_total=us, device_type=SimpleNamespace(name="CUDA"),
+                               is_user_annotation=False)
+
+    lines = kernel_breakdown([
+        event("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16>", 4000.0),
+        event("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<c10::BFloat16>", 1000.0),
+        event("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>", 2000.0),
+        event("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>", 700.0),
+        event("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>", 600.0),
+        event("void multi_tensor_apply_kernel<FusedAdamMathFunctor>", 500.0),
+        event("triton_poi_fused_gelu_view_5", 300.0)], steps=1)
+    categories = {line[4:36].strip(): line for line in lines if line.startswith(">   ") and " kernel " not in line}
+    assert "5.0 ms" in categories["layer norm (eager)"]
+    assert "2.0 ms" in categories["elementwise (eager)"]
+    assert "0.7 ms" in categories["reductions (eager)"]
+    assert "0.6 ms" in categories["softmax and loss (eager)"]
+    assert "0.5 ms" in categories["optimizer"]
+    assert "0.3 ms" in categories["fused elementwise (compiled)"]

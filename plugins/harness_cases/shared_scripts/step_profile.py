@@ -1,6 +1,7 @@
 """Diagnostics only: a kernel profile of the training steps named in HARNESS_PROFILE_STEPS.
 
-``HARNESS_PROFILE_STEPS=a-b`` (or ``a``) makes rank 0 of a PyTorch trainer profile steps a to b
+``HARNESS_PROFILE_STEPS=a-b`` (or ``a``) makes rank 0 of a training script (the PyTorch
+plugin's and the Megatron-core plugin's; torch only) profile steps a to b
 and print, as ``> profile:`` lines, the wall time of those steps beside the device's kernel time
 (their difference is time the device sat idle: the host launching, waiting for data or
 synchronising), the kernel time per category and the top kernels. Figures in BENCHMARKS.md
@@ -13,6 +14,9 @@ import os
 import time
 
 PROFILE_ENV = "HARNESS_PROFILE_STEPS"
+# Kernels listed by name, longest first: enough to account for a GPT step's distinct GEMMs,
+# attention and fused kernels of both frameworks.
+TOP_KERNELS = 25
 # Kernel-name fragments -> category, first match wins (cuBLAS/CUTLASS GEMMs on Hopper are
 # nvjet/sm90 kernels; flash and cuDNN attention kernels carry these names). cuDNN's batch norm
 # and convolutions (implicit GEMMs, dgrad/wgrad) come before the cuDNN and GEMM fragments.
@@ -21,7 +25,12 @@ KERNEL_CATEGORIES = (("nccl", "communication"), ("flash", "attention"), ("fmha",
                      ("wgrad", "convolution"), ("implicit_gemm", "convolution"),
                      ("cudnn", "attention"), ("adam", "optimizer"), ("gemm", "matmul"),
                      ("nvjet", "matmul"), ("sm90_", "matmul"), ("cutlass", "matmul"),
-                     ("triton", "fused elementwise (compiled)"))
+                     ("triton", "fused elementwise (compiled)"),
+                     # Eager frameworks (Megatron-core without Transformer Engine or apex).
+                     ("layer_norm", "layer norm (eager)"), ("gammabeta", "layer norm (eager)"),
+                     ("dropout", "dropout (eager)"), ("softmax", "softmax and loss (eager)"),
+                     ("nll_loss", "softmax and loss (eager)"), ("fused", "fused elementwise (jit)"),
+                     ("elementwise_kernel", "elementwise (eager)"), ("reduce_kernel", "reductions (eager)"))
 
 
 def profile_window(world_rank: int, environ=os.environ) -> tuple[int, int] | None:
@@ -56,7 +65,7 @@ def kernel_breakdown(events, steps: int, wall_s: float | None = None) -> list[st
                      f"{busy / steps / 1000 / wall_ms:.1%} of it (profiler overhead included)")
     for category, us in sorted(totals.items(), key=lambda kv: -kv[1]):
         lines.append(f">   {category:<30} {us / steps / 1000:8.1f} ms  {us / max(busy, 1e-9):6.1%}")
-    for us, name in sorted(kernels, reverse=True)[:12]:
+    for us, name in sorted(kernels, reverse=True)[:TOP_KERNELS]:
         lines.append(f">   kernel {us / steps / 1000:8.2f} ms  {name[:110]}")
     return lines
 
