@@ -10,6 +10,12 @@ DistributedSampler (one replica, shuffled, drop_last) and the same batch size:
   ``ImageRecords.batch_uint8`` call per batch in the worker, no collation, and one endless
   iterator over the epochs (no restart of the prefetching at an epoch boundary).
 
+Each path draws its crops and flips as its loader does, all from ``--seed``: per-sample from
+the reader's own generator (``ImageRecords(folder, seed)``; each worker holds a copy of it,
+as the old loader's workers did), batch from ``augmentation_rng(seed, epoch, batch number)``.
+So the two paths crop and flip different images the same way in distribution (a uniform
+offset, half of them flipped), and each pass of a path sees the same images as the last.
+
 For each worker count, each path reads ``--warmup`` batches (worker start-up), then
 ``--batches`` timed batches, epochs advancing as each path does in training; the figure
 is the median images/s over ``--repeats`` such passes, the paths' order alternating from one

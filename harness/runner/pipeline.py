@@ -36,15 +36,22 @@ def execute(
     context: RunContext,
     request: RunRequest,
     observer: RunObserver | None = None,
+    *,
+    unsupported: list[str] | None = None,
 ) -> RunReport:
     """Run all ``context.repeats`` repeats of a planned run and record the result (also when
     it fails, is interrupted or terminated, or the disk fills up) under ``request.output``.
+
+    ``unsupported`` is what ``unsupported_reason`` already answered for this run's config
+    (a sweep asks when it plans its points); None asks the plugins now. Asked once: a
+    plugin's answer may be costly, and two asks could disagree.
 
     A plugin's one-line error raised before anything trained (a missing package, a layout
     that does not fit) removes the run folder again and propagates. Raises
     :class:`~harness.errors.StorageError` when the result could not be written everywhere.
     """
-    reasons = HookRouter(pm, registry).unsupported_reasons(context)
+    reasons = (HookRouter(pm, registry).unsupported_reasons(context) if unsupported is None
+               else unsupported)
     if reasons:  # said before anything is launched or written, as a sweep skips such a point
         raise UnavailableError("; ".join(reasons))
     observer = observer or RunObserver()

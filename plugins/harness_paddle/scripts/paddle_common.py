@@ -9,6 +9,7 @@ interpreter, directly or under ``python -m paddle.distributed.launch``.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import os
@@ -181,25 +182,57 @@ def backward_and_step(loss, optimizer, scaler, micro_last: bool):
             optimizer.clear_grad(set_to_zero=False)
 
 
-def endless(loader, sampler=None):
-    """Batches of a loader forever, reshuffling each epoch; yields (epoch, batch_index, batch)."""
-    epoch = 0
-    while True:
-        if sampler is not None and hasattr(sampler, "set_epoch"):
-            sampler.set_epoch(epoch)
-        for index, batch in enumerate(loader):
-            yield epoch, index, batch
-        epoch += 1
+class EndlessBatches:
+    """The distributed batch sampler's batches epoch after epoch without end, its order
+    reshuffled each epoch (``set_epoch``); with ``epoch_keys`` each index comes as
+    ``(epoch, index)``, for datasets that draw an image's augmentation from its key.
+
+    One endless pass, so the loader starts its worker processes once: a pass per epoch
+    started a new set of workers at every epoch boundary (a few steps apart on a small
+    dataset), and the device waited for them at each.
+    """
+
+    def __init__(self, sampler: paddle.io.DistributedBatchSampler, epoch_keys: bool = False):
+        self.sampler, self.epoch_keys = sampler, epoch_keys
+
+    def __iter__(self):
+        for epoch in itertools.count():
+            self.sampler.set_epoch(epoch)
+            for batch in self.sampler:
+                yield [(epoch, index) for index in batch] if self.epoch_keys else batch
 
 
-def shuffled_batches(rt: Runtime, dataset, batch_size: int, workers: int):
-    """Endless batches (``endless``) of this process's data-parallel share of ``dataset``,
-    reshuffled each epoch; loader workers feed an accelerator, a shared host reads in-process."""
+class ShuffledBatches:
+    """An endless loader's batches as ``(epoch, batch_index, batch)``; the loader yields
+    them in the sampler's order, so the count tells epoch and index."""
+
+    def __init__(self, loader, batches_per_epoch: int):
+        self.batches, self.batches_per_epoch = iter(loader), batches_per_epoch
+        self.count = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        epoch, index = divmod(self.count, self.batches_per_epoch)
+        self.count += 1
+        return epoch, index, next(self.batches)
+
+
+def shuffled_batches(rt: Runtime, dataset, batch_size: int, workers: int,
+                     epoch_keys: bool = False) -> ShuffledBatches:
+    """Endless batches (``EndlessBatches``) of this process's data-parallel share of
+    ``dataset``, reshuffled each epoch; loader workers feed an accelerator, a shared host
+    reads in-process."""
     sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=batch_size,
                                                 num_replicas=rt.data_parallel_world(),
                                                 rank=rt.data_parallel_rank(), shuffle=True, drop_last=True)
-    loader = paddle.io.DataLoader(dataset, batch_sampler=sampler, num_workers=workers if rt.dedicated else 0)
-    return endless(loader, sampler)
+    if len(sampler) == 0:
+        fail(f"{len(dataset)} samples make no batch of {batch_size} for each of "
+             f"{rt.data_parallel_world()} data-parallel processes; use a smaller micro batch size")
+    loader = paddle.io.DataLoader(dataset, batch_sampler=EndlessBatches(sampler, epoch_keys),
+                                  num_workers=workers if rt.dedicated else 0)
+    return ShuffledBatches(loader, len(sampler))
 
 
 class IntervalMeter:

@@ -20,14 +20,14 @@ import paddle.nn.functional as F
 from image_records import ImageRecords
 from lr_schedule import lr_at
 from readback import print_readback
-from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step, endless, fail,
-                           finish, log, memory_fields, start_training)
+from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step, fail, finish, log,
+                           memory_fields, shuffled_batches, start_training)
 
 
 class RecordDataset(paddle.io.Dataset):
-    """The augmented images, keyed ``(epoch, index)`` (``EpochKeys``): a loader worker's copy
-    draws each image's crop and flip from its key (``ImageRecords.sample_at``), not from a
-    generator every worker would copy in the same state."""
+    """The augmented images, keyed ``(epoch, index)`` (``shuffled_batches(epoch_keys=True)``):
+    a loader worker's copy draws each image's crop and flip from its key
+    (``ImageRecords.sample_at``), not from a generator every worker would copy in the same state."""
 
     def __init__(self, folder: str, seed: int):
         super().__init__()
@@ -39,25 +39,6 @@ class RecordDataset(paddle.io.Dataset):
     def __getitem__(self, key):
         image, label = self.records.sample_at(key)
         return image, np.int64(label)
-
-
-class EpochKeys:
-    """The distributed batch sampler's batches, each index keyed with the epoch it is drawn in."""
-
-    def __init__(self, sampler: paddle.io.DistributedBatchSampler):
-        self.sampler = sampler
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-        self.sampler.set_epoch(epoch)
-
-    def __len__(self):
-        return len(self.sampler)
-
-    def __iter__(self):
-        for batch in self.sampler:
-            yield [(self.epoch, index) for index in batch]
 
 
 def build_model(name: str, num_classes: int, width: float):
@@ -102,13 +83,9 @@ def main() -> int:
     if dataset.records.image_size != p["image_size"] or dataset.records.num_classes != p["num_classes"]:
         fail(f"{args.data} holds {dataset.records.image_size}px images of {dataset.records.num_classes} "
              f"classes; the case wants {p['image_size']}px and {p['num_classes']}")
-    sampler = paddle.io.DistributedBatchSampler(dataset, batch_size=mbs, num_replicas=rt.world,
-                                                rank=rt.rank, shuffle=True, drop_last=True)
-    keys = EpochKeys(sampler)
-    loader = paddle.io.DataLoader(dataset, batch_sampler=keys, num_workers=4 if rt.dedicated else 0)
-    data = endless(loader, keys)
+    data = shuffled_batches(rt, dataset, mbs, workers=4, epoch_keys=True)
     max_steps = s["max_steps"]
-    steps_per_epoch = max(1, len(sampler) // accum)
+    steps_per_epoch = max(1, data.batches_per_epoch // accum)
     epochs = math.ceil(max_steps / steps_per_epoch)
     if rt.rank == 0:
         log(f"> {model_args.model}: {n_params:,} trainable parameters, {p['image_size']}x{p['image_size']} "

@@ -145,10 +145,10 @@ def test_unexpected_exception_is_isolated(toy_pm, tmp_path, monkeypatch):
 
     real_execute = runner.execute
 
-    def broken_first(pm_, registry_, context, request, observer):
+    def broken_first(pm_, registry_, context, request, observer, **kwargs):
         if context.config.params["width"] == 4:
             raise RuntimeError("plugin bug")
-        return real_execute(pm_, registry_, context, request, observer)
+        return real_execute(pm_, registry_, context, request, observer, **kwargs)
 
     monkeypatch.setattr(runner, "execute", broken_first)
     summary = run_sweep(pm, registry, "s", planned, options)
@@ -262,3 +262,30 @@ def test_a_signal_between_two_points_stops_the_sweep_resumably(toy_pm, tmp_path,
     assert [r.status for r in summary.rows] == ["success", "not run", "not run"]
     assert summary.interrupted and summary.exit_code == status_code
     assert [p.state for p in plan_sweep(pm, registry, points, options)] == ["done", "todo", "todo"]
+
+
+def test_unsupported_reason_is_asked_once_per_point(tmp_path):
+    """The sweep asks unsupported_reason when it plans a point and carries the answer to the
+    run: a plugin's answer may be costly, and a second ask could disagree with the first."""
+
+    class CountingToyFramework(ToyPlugin):
+        def __init__(self):
+            super().__init__()
+            self.asked: list[int] = []
+
+        @hookimpl
+        def unsupported_reason(self, context):
+            self.asked.append(context.config.params["width"])
+            return None
+
+    plugin = CountingToyFramework()
+    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    registry = Registry.from_plugins(pm)
+    options = _options(tmp_path)
+    points = apply_cli_axes(_points(vendor=["cpu"], scale=["smoke"]),
+                            {"set": [{"width": 4}, {"width": 5}]}, {})
+    planned = plan_sweep(pm, registry, points, options)
+    assert [p.state for p in planned] == ["todo", "todo"]
+    summary = run_sweep(pm, registry, "s", planned, options)
+    assert [r.status for r in summary.rows] == ["success", "success"]
+    assert plugin.asked == [4, 5]
