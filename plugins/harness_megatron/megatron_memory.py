@@ -42,11 +42,11 @@ from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
 
 GIB = 2**30
 # Bytes per b·s·h·L (per tensor rank) saved by a block in bf16 with SDPA attention and no
-# dropout: Korthikanti et al.'s 34 less the two dropout masks, plus SDPA's own saved output.
-# Fitted (gpt3_1.3B micro batch 8 and 16, gpt3_6.7B micro batch 2).
+# dropout. Fitted (gpt3_1.3B micro batch 8 and 16, gpt3_6.7B micro batch 2); close to
+# Korthikanti et al.'s count without the score matrices and dropout masks (32).
 ACTIVATION_BYTES = 32.4
-# With dropout > 0 (the matrix cases' 0.1): the hidden dropouts' masks and what the fused
-# bias-dropout-add keeps. Fitted (hidden 768/1536, micro batch 2-16, tp 1/2/4, pp 4).
+# More with dropout > 0 (the matrix cases' 0.1), of which the two hidden dropouts' one-byte
+# masks are 2. Fitted (hidden 768/1536, micro batch 2-16, tp 1/2/4, pp 4).
 DROPOUT_BYTES = 3.1
 # Bytes per b·s·V (per tensor rank) on the last stage: bf16 logits and the fp32 copy the
 # vocab-parallel cross entropy keeps for backward. Fitted with the two above.
