@@ -119,6 +119,25 @@ def _layout_refusal(context: RunContext) -> str | None:
 
 
 @hookimpl
+def memory_plan(context: RunContext, device_memory_bytes: int):
+    """GPT's per-GPU peak as train_megatron_gpt.py lays it out, and smaller-memory variants.
+
+    A config the plugin refuses (``unsupported_reason``) gets no plan: its refusal says what
+    is wrong, and the layout may not even divide (the estimate would be meaningless)."""
+    if context.case.model != "gpt" or unsupported_reason(context) is not None:
+        return None
+    from harness.memory_planner import usable_bytes
+    from harness_megatron.megatron_memory import RECOMPUTE_ORDER
+    from harness_megatron.megatron_memory import memory_plan as megatron_memory_plan
+
+    return megatron_memory_plan(
+        context.config.params, context.config.settings,
+        recompute_choices=context.case.choices.get("recompute", RECOMPUTE_ORDER),
+        layout_fixed="tensor_parallel_degree" in context.case.immutable,
+        usable_hint=usable_bytes(device_memory_bytes))
+
+
+@hookimpl
 def prepare_env(context: RunContext) -> ExecutionEnv | None:
     refusal = _needs_nvidia_gpus(context)
     if refusal:
