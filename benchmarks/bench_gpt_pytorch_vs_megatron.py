@@ -27,8 +27,10 @@ def run_case(framework: str, args: argparse.Namespace) -> dict:
     argv = [sys.executable, "-m", "harness", "run", "--vendor", "nvidia", "--case", args.case,
             "--framework", framework, "--max-steps", str(args.max_steps),
             "--set", f"skip_steps={args.skip_steps}",
-            # Equal settings whatever each framework's vendor default is.
-            "--set", f"grad_accum_steps={args.grad_accum}", "--output", str(args.output), "--json",
+            # Equal settings whatever each framework's vendor default is; recompute set here so
+            # that neither framework's memory planner may turn it on for one side only.
+            "--set", f"grad_accum_steps={args.grad_accum}", "--set", "recompute=none",
+            "--output", str(args.output), "--json",
             *[item for pair in args.set for item in ("--set", pair)]]
     print(f"$ {' '.join(argv[1:])}", file=sys.stderr, flush=True)
     done = subprocess.run(argv, capture_output=True, text=True)
@@ -77,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     results = {fw: run_case(fw, args) for fw in FRAMEWORKS}
+    batches = {fw: (r.get("micro_batch_size"), r.get("global_batch_size")) for fw, r in results.items()}
+    if len(set(batches.values())) > 1:  # a memory planner shrank one side's micro batch
+        raise SystemExit(f"unequal settings, (micro batch, global batch) per framework: {batches}; "
+                         "pass --set micro_batch_size=N to pin it")
     rows = [row(results[fw]) for fw in FRAMEWORKS]
     header = (f"{'framework':<22} {'status':<8} {'tokens/s':>10} {'MFU':>6} {'step ms':>8} "
               f"{'CV':>6} {'peak GiB':>9} {'NVML GiB':>9} {'J/token':>8}")
