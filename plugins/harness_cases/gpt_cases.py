@@ -27,7 +27,7 @@ GPT_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc",
     "recompute", "compile", "sharding_stage", "sharding_degree", "tensor_parallel_degree",
     "pipeline_parallel_degree", "fused_optimizer", "attention_backend", "offload",
-    "master_weights",
+    "master_weights", "gradient_accumulation_fusion",
 })
 
 # Values the training scripts understand, checked before launch: recompute granularity, and
@@ -79,6 +79,11 @@ def gpt3_case(name: str) -> CaseSpec:
             # accumulation kept by the optimizer (Megatron-LM's bf16 layout; the PyTorch plugin
             # runs it on one device, the Megatron-core plugin in bf16/fp16 only).
             "master_weights": "model",
+            # Where the optimizer keeps flat fp32 gradients (master_weights=optimizer or
+            # offload=cpu) on CUDA: the block linears' weight gradients are added into them by
+            # the matrix product (Megatron-LM's gradient accumulation fusion; its Megatron-core
+            # plugin has it only where apex's extension is installed).
+            "gradient_accumulation_fusion": True,
             "sharding_stage": 0, "sharding_degree": 0,
             "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,
             "log_interval": 1,

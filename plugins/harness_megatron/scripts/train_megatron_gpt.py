@@ -102,6 +102,18 @@ def sequence_parallel_layer_norm_class():
     return SequenceParallelLayerNorm
 
 
+def gradient_accumulation_fusion(p: dict) -> bool:
+    """Whether Megatron-core adds weight gradients into its fp32 buffers inside the matrix
+    product: asked for by the case and possible, which needs apex's CUDA extension."""
+    if not p.get("gradient_accumulation_fusion", False):
+        return False
+    try:
+        import fused_weight_gradient_mlp_cuda  # noqa: F401  (apex)
+    except ImportError:
+        return False
+    return True
+
+
 def build_model(p: dict, tp: int, pp: int, precision: str):
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
@@ -131,7 +143,7 @@ def build_model(p: dict, tp: int, pp: int, precision: str):
         bias_activation_fusion=True,
         bias_dropout_fusion=True,
         masked_softmax_fusion=False,
-        gradient_accumulation_fusion=False,
+        gradient_accumulation_fusion=gradient_accumulation_fusion(p),
         persist_layer_norm=False,
         recompute_granularity={"none": None, "full": "full", "selective": "selective"}[recompute],
         recompute_method="uniform" if recompute == "full" else None,
@@ -333,11 +345,14 @@ def main() -> int:
         log(f"> Megatron-core GPT: {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {seq}, vocab {p['vocab_size']}; {n_local:,} parameters "
             f"on this rank")
+        fusion = ("on" if gradient_accumulation_fusion(p) else "off (needs apex's extension)"
+                  if p.get("gradient_accumulation_fusion") else "off")
         log(f"> training: megatron-core on {world} x {DEVICE_TYPE}: dp {dp} x tp {tp} x pp {pp}, "
             f"sequence parallel {tp > 1}, distributed optimizer {distributed_optimizer}, precision "
             f"{precision}, micro batch {mbs}, micro-batches per step {accum}, global batch "
             f"{global_batch}, recompute {p.get('recompute', 'none')}, attention "
-            f"{p.get('attention_backend', 'auto')}, torch {torch.__version__}")
+            f"{p.get('attention_backend', 'auto')}, gradient accumulation fusion {fusion}, "
+            f"torch {torch.__version__}")
     flops_per_token = args.flops_per_token
 
     max_steps = s["max_steps"]

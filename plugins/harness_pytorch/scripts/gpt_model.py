@@ -13,14 +13,92 @@ from torch import nn
 from torch.utils.checkpoint import checkpoint
 
 
+def accumulate_weight_gradient(main_grad: torch.Tensor, grad_output: torch.Tensor,
+                               inputs: torch.Tensor) -> None:
+    """``main_grad += grad_output^T @ inputs``: a linear's weight gradient (2-D token-major
+    operands in the compute dtype) added into its fp32 accumulator by the matrix product itself.
+
+    On CUDA one cuBLAS call with an fp32 output and beta = 1 (Megatron-LM's gradient
+    accumulation fusion, which it gets from an apex extension): no compute-dtype gradient is
+    written, read back and added in a separate pass. Elsewhere the same sum in fp32, unfused.
+    """
+    if main_grad.device.type == "cuda":
+        torch.addmm(main_grad, grad_output.t(), inputs, out_dtype=torch.float32, out=main_grad)
+    else:
+        main_grad.addmm_(grad_output.t().float(), inputs.float())
+
+
+def weight_gradient_fusion_unavailable(device: torch.device) -> str | None:
+    """Why ``accumulate_weight_gradient`` cannot run fused on ``device``, or None: it is tried
+    once on small operands and checked against the unfused sum."""
+    if device.type != "cuda":
+        return f"fused only on CUDA (torch's fp32-output matrix product), not {device.type}"
+    try:
+        generator = torch.Generator(device=device).manual_seed(0)
+        grad_output = torch.randn(64, 32, device=device, generator=generator).to(torch.bfloat16)
+        inputs = torch.randn(64, 16, device=device, generator=generator).to(torch.bfloat16)
+        main_grad = torch.ones(32, 16, device=device)
+        expected = main_grad + grad_output.float().t() @ inputs.float()
+        accumulate_weight_gradient(main_grad, grad_output, inputs)
+    except (RuntimeError, TypeError) as exc:  # an older torch or a device without the kernel
+        return f"torch {torch.__version__} cannot add a bf16 product into fp32 in place: {exc}"
+    if not torch.allclose(main_grad, expected, rtol=1e-3, atol=1e-2):
+        return "the fused product disagreed with the unfused sum on this device"
+    return None
+
+
+class _LinearIntoMainGrad(torch.autograd.Function):
+    """``x W^T + b`` in the weight's dtype whose weight gradient goes into ``weight.main_grad``
+    instead of autograd: the weight gets no ``.grad`` (so no gradient hook fires for it)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        x = x.to(weight.dtype)  # what autocast would cast it to; saved in that dtype
+        ctx.save_for_backward(x, weight)
+        ctx.main_grad = weight.main_grad
+        ctx.has_bias = bias is not None
+        return F.linear(x, weight, None if bias is None else bias.to(weight.dtype))
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        x, weight = ctx.saved_tensors
+        grad_output = grad_output.to(weight.dtype)
+        grad_input = grad_output @ weight  # autograd casts it to the input's dtype
+        flat_grad = grad_output.reshape(-1, grad_output.shape[-1])
+        accumulate_weight_gradient(ctx.main_grad, flat_grad, x.reshape(-1, x.shape[-1]))
+        grad_bias = flat_grad.sum(0, dtype=torch.float32) if ctx.has_bias else None
+        return grad_input, None, grad_bias
+
+
+@torch.compiler.disable  # eager inside compiled blocks: the compiler would not keep the side effect
+def _linear_into_main_grad(x, weight, bias):
+    return _LinearIntoMainGrad.apply(x, weight, bias)
+
+
+class Linear(nn.Linear):
+    """``nn.Linear`` that can add its weight gradient straight into an fp32 accumulator.
+
+    ``into_main_grad`` (off by default; ``GPT.route_weight_gradients`` turns it on) makes a
+    training forward use ``_LinearIntoMainGrad``: the weight must then carry ``main_grad``, its
+    slice of the optimizer's flat fp32 gradients (``master_weights.FlatParameters``).
+    """
+
+    into_main_grad = False
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.into_main_grad and self.training and torch.is_grad_enabled():
+            return _linear_into_main_grad(x, self.weight, self.bias)
+        return super().forward(x)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, hidden: int, heads: int, dropout: float):
         super().__init__()
         if hidden % heads:
             raise ValueError(f"hidden size {hidden} is not divisible by {heads} heads")
         self.heads = heads
-        self.qkv = nn.Linear(hidden, 3 * hidden)
-        self.proj = nn.Linear(hidden, hidden)
+        self.qkv = Linear(hidden, 3 * hidden)
+        self.proj = Linear(hidden, hidden)
         self.dropout = dropout
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -38,8 +116,8 @@ class CausalSelfAttention(nn.Module):
 class MLP(nn.Module):
     def __init__(self, hidden: int, ffn_hidden: int):
         super().__init__()
-        self.fc = nn.Linear(hidden, ffn_hidden)
-        self.proj = nn.Linear(ffn_hidden, hidden)
+        self.fc = Linear(hidden, ffn_hidden)
+        self.proj = Linear(ffn_hidden, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.proj(F.gelu(self.fc(x), approximate="tanh"))
@@ -100,6 +178,16 @@ class GPT(nn.Module):
 
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())  # tied weights counted once
+
+    def route_weight_gradients(self) -> int:
+        """Make the blocks' linears add their weight gradients into their weights' ``main_grad``
+        (which the caller has set); returns how many linears do."""
+        linears = [m for m in self.blocks.modules() if isinstance(m, Linear)]
+        for linear in linears:
+            if getattr(linear.weight, "main_grad", None) is None:
+                raise ValueError("route_weight_gradients: a block weight has no main_grad")
+            linear.into_main_grad = True
+        return len(linears)
 
     def compile_layers(self) -> None:
         """``torch.compile`` each block and the output head with its loss, not the whole model.

@@ -48,7 +48,7 @@ class FlatParameters:
                  chunk_elements: int = CHUNK_ELEMENTS):
         self.device, self.dtype = device, dtype
         params = list(decay) + list(no_decay)
-        self.params = params
+        self.params, self.decay_count = params, len(decay)
         sizes = [p.numel() for p in params]
         self.numel = sum(sizes)
         self.master = torch.empty(self.numel, dtype=torch.float32, device=master_device)
@@ -67,6 +67,7 @@ class FlatParameters:
         # returns the tensor itself then), so the optimizer updates them in place.
         self.small_weights = self.master[boundary:].to(device=device)
         self.grads = torch.zeros(self.numel, dtype=torch.float32, device=device)
+        self.offsets = offsets
         for p, offset, n in zip(params, offsets, sizes):
             p.data = self._device_weights(offset, offset + n).view(p.shape)
             p.grad = None
@@ -84,10 +85,22 @@ class FlatParameters:
 
     def _accumulator(self, offset: int, n: int):
         def accumulate(param: torch.Tensor) -> None:
+            if param.grad is None:  # a layer added it into main_grad itself (expose_main_grads)
+                return
             # Accumulate in fp32 whatever the compute dtype, and free the low-precision gradient.
             self.grads[offset:offset + n].add_(param.grad.reshape(-1))
             param.grad = None
         return accumulate
+
+    def expose_main_grads(self) -> int:
+        """Give every matrix a ``main_grad``: its slice of the flat fp32 gradients, shaped like
+        it, for layers that add their weight gradient there themselves (``gpt_model.Linear``)
+        instead of handing autograd a compute-dtype gradient for the hook to add. Returns how
+        many parameters got one. Gradients that still arrive through autograd are added by the
+        hook as before, into the same slice."""
+        for p, offset in zip(self.params[:self.decay_count], self.offsets):
+            p.main_grad = self.grads[offset:offset + p.numel()].view(p.shape)
+        return self.decay_count
 
     def _check_same_start(self) -> None:
         """Ranks seeded alike build the same model; a difference would train divergent replicas

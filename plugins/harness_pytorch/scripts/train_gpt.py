@@ -19,7 +19,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
 from torch_setup import finish_training, optimizer_step, run_and_exit, start_training
-from gpt_model import GPT
+from gpt_model import GPT, weight_gradient_fusion_unavailable
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
 from readback import print_readback
@@ -165,6 +165,16 @@ def main() -> int:
             # offloading does not change the arithmetic of the configured in-device run;
             # master_weights=optimizer keeps it in the compute dtype, as Megatron-LM does.
             model.residual_dtype = torch.float32
+    # The block linears' weight gradients added into the flat fp32 gradients by the matrix
+    # product itself (Megatron-LM's gradient accumulation fusion), where the optimizer holds
+    # them; fp8's linears are torchao's and hand autograd their gradients.
+    fusion_off = ("off in the config" if not p.get("gradient_accumulation_fusion", True)
+                  else "no flat fp32 gradients (master_weights=model, no offload)" if flat_optimizer is None
+                  else "fp8 linears" if precision == "fp8"
+                  else weight_gradient_fusion_unavailable(device))
+    if fusion_off is None:
+        flat_optimizer.expose_main_grads()
+        model.route_weight_gradients()
     model = model.to(device)
     if precision == "fp8":
         from fp8_training import convert_linears_to_float8
@@ -217,6 +227,7 @@ def main() -> int:
             f"offload {offload}, master weights "
             f"{'in the optimizer' if flat_optimizer is not None else 'are the parameters'}, "
             f"residual stream {precision if master_weights == 'optimizer' else 'fp32'}, "
+            f"gradient accumulation fusion {'on' if fusion_off is None else f'off ({fusion_off})'}, "
             f"torch {torch.__version__}")
 
     train_model.train()
