@@ -79,11 +79,13 @@ def gpt3_case(name: str) -> CaseSpec:
             # accumulation kept by the optimizer (Megatron-LM's bf16 layout; the PyTorch plugin
             # runs it on one device, the Megatron-core plugin in bf16/fp16 only).
             "master_weights": "model",
-            # Where the optimizer keeps flat fp32 gradients (master_weights=optimizer or
-            # offload=cpu) on CUDA: the block linears' weight gradients are added into them by
-            # the matrix product (Megatron-LM's gradient accumulation fusion; its Megatron-core
-            # plugin has it only where apex's extension is installed).
-            "gradient_accumulation_fusion": True,
+            # true: where the optimizer keeps flat fp32 gradients (master_weights=optimizer or
+            # offload=cpu) on CUDA, the block linears' weight gradients are added into them by
+            # the matrix product (Megatron-LM's gradient accumulation fusion; the Megatron-core
+            # plugin has it only where apex's extension is installed). Off by default: it
+            # saves device time but runs the linears outside the compiled blocks, which costs
+            # host time; vendors turn it on where it measured faster (BENCHMARKS.md).
+            "gradient_accumulation_fusion": False,
             "sharding_stage": 0, "sharding_degree": 0,
             "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,
             "log_interval": 1,

@@ -9,19 +9,26 @@ import pytest
 torch = pytest.importorskip("torch")
 import tests.plugins.harness_pytorch.flat_optimizers  # noqa: E402,F401  (puts the scripts on sys.path)
 from gpt_model import GPT, Linear, accumulate_weight_gradient, weight_gradient_fusion_unavailable  # noqa: E402
+from host_offload import HostOffloadAdamW  # noqa: E402
 from master_weights import DeviceMasterAdamW  # noqa: E402
 
+OPTIMIZERS = {
+    "device": lambda decay, no_decay, **kw: DeviceMasterAdamW(decay, no_decay, fused=False, **kw),
+    "host": lambda decay, no_decay, **kw: HostOffloadAdamW(decay, no_decay, **kw),
+}
 
-def accumulated_gradients(fused: bool, compile_blocks: bool = False, micro_batches: int = 3):
+
+def accumulated_gradients(fused: bool, compile_blocks: bool = False, micro_batches: int = 3,
+                          optimizer: str = "device"):
     """The flat fp32 gradients of a bf16 GPT after ``micro_batches`` micro-batches, and the model."""
     torch.manual_seed(0)
     model = GPT(vocab_size=128, seq_len=16, num_layers=2, hidden_size=32, num_heads=4)
     decay = [p for p in model.parameters() if p.dim() >= 2]
     no_decay = [p for p in model.parameters() if p.dim() < 2]
-    optimizer = DeviceMasterAdamW(decay, no_decay, device=torch.device("cpu"), dtype=torch.bfloat16,
-                                  lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, fused=False)
+    flat = OPTIMIZERS[optimizer](decay, no_decay, device=torch.device("cpu"), dtype=torch.bfloat16,
+                                 lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
     if fused:
-        assert optimizer.expose_main_grads() == len(decay)
+        assert flat.expose_main_grads() == len(decay)
         assert model.route_weight_gradients() == 8  # qkv, proj, fc, proj in each of 2 blocks
     if compile_blocks:
         model.compile_layers()
@@ -30,12 +37,13 @@ def accumulated_gradients(fused: bool, compile_blocks: bool = False, micro_batch
         with torch.autocast("cpu", dtype=torch.bfloat16):
             loss = model(batch[:, :-1].contiguous(), batch[:, 1:].contiguous()) / micro_batches
         loss.backward()
-    return optimizer.grads.clone(), model
+    return flat.grads.clone(), model
 
 
-def test_routed_linears_accumulate_what_the_hooks_accumulate():
-    reference, _ = accumulated_gradients(fused=False)
-    fused, model = accumulated_gradients(fused=True)
+@pytest.mark.parametrize("optimizer", sorted(OPTIMIZERS))  # master weights on the device or the host
+def test_routed_linears_accumulate_what_the_hooks_accumulate(optimizer):
+    reference, _ = accumulated_gradients(fused=False, optimizer=optimizer)
+    fused, model = accumulated_gradients(fused=True, optimizer=optimizer)
     # The hooks add bf16-rounded gradients; the fused path adds the fp32 product: equal to bf16
     # precision, and every element was reached (no gradient lost or counted twice).
     torch.testing.assert_close(fused, reference, rtol=2e-2, atol=1e-3)
