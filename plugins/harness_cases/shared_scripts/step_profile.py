@@ -21,6 +21,7 @@ TOP_KERNELS = 25
 # nvjet/sm90 kernels; flash and cuDNN attention kernels carry these names). cuDNN's batch norm
 # and convolutions (implicit GEMMs, dgrad/wgrad) come before the cuDNN and GEMM fragments.
 KERNEL_CATEGORIES = (("nccl", "communication"), ("flash", "attention"), ("fmha", "attention"),
+                     ("cudnn::fusion", "attention"),  # cuDNN SDPA's helpers (convert_dq_to_16bits)
                      ("batchnorm", "batch norm"), ("conv", "convolution"), ("dgrad", "convolution"),
                      ("wgrad", "convolution"), ("implicit_gemm", "convolution"),
                      ("cudnn", "attention"), ("adam", "optimizer"), ("gemm", "matmul"),

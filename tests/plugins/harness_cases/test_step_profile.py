@@ -98,7 +98,8 @@ def test_eager_kernels_of_an_uncompiled_framework_have_their_own_categories():
         event("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>", 700.0),
         event("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>", 600.0),
         event("void multi_tensor_apply_kernel<FusedAdamMathFunctor>", 500.0),
-        event("triton_poi_fused_gelu_view_5", 300.0)], steps=1)
+        event("triton_poi_fused_gelu_view_5", 300.0),
+        event("void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*)", 200.0)], steps=1)
     categories = {line[4:36].strip(): line for line in lines if line.startswith(">   ") and " kernel " not in line}
     assert "5.0 ms" in categories["layer norm (eager)"]
     assert "2.0 ms" in categories["elementwise (eager)"]
@@ -106,3 +107,4 @@ def test_eager_kernels_of_an_uncompiled_framework_have_their_own_categories():
     assert "0.6 ms" in categories["softmax and loss (eager)"]
     assert "0.5 ms" in categories["optimizer"]
     assert "0.3 ms" in categories["fused elementwise (compiled)"]
+    assert "0.2 ms" in categories["attention"] and "convolution" not in categories  # cuDNN SDPA's helper
