@@ -112,6 +112,12 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
         if not verdict.passed:
             record.refused = verdict.reason
             continue
+        # Asked once per point, not once per repeat: an answer may be costly, and repeats of one
+        # plan must not be judged differently.
+        unsupported = HookRouter(pm, registry).unsupported_reasons(context)
+        if unsupported:
+            record.refused = f"cannot run on this machine: {'; '.join(unsupported)}"
+            continue
         # Planned once; each repeat is its own run of that plan (a run id and folder of its own).
         context = suite_sourced(context, point, spec.name)
         for repeat in range(1, repeats + 1):
@@ -119,7 +125,7 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
             if repeat > 1:
                 context = replanned(context)
             try:
-                report = execute(pm, registry, context, run_request, observer)
+                report = execute(pm, registry, context, run_request, observer, unsupported=[])
             except KeyboardInterrupt:
                 raise
             except HarnessError as exc:

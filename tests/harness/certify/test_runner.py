@@ -74,7 +74,7 @@ def test_a_vendor_config_moving_the_window_is_refused(tmp_path, tampering_pm):
 
 def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, registry, monkeypatch):
     """``certify run`` replaying the recorded bundle's runs (execute copies them in): one plan
-    per point with a run of its own per repeat, one parse per log (the evaluation's, which
+    and one unsupported_reason ask per point with a run of its own per repeat, one parse per log (the evaluation's, which
     the report reuses), and the recorded verdict."""
     import shutil
 
@@ -95,7 +95,8 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, regis
         plans.append(args[2])
         return real_plan(*args)
 
-    def replay(pm, registry, context, request, observer=None):
+    def replay(pm, registry, context, request, observer=None, *, unsupported=None):
+        assert unsupported == []  # asked by the runner once for the point, not again per repeat
         contexts.append(context)
         run_id = next(recorded_runs)
         shutil.copytree(recorded / "runs" / run_id, request.output / run_id)
@@ -106,7 +107,15 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, regis
         parsed.append(path)
         return real_stream_log(path, *args, **kwargs)
 
+    asked = []
+
+    def counting_unsupported_reasons(self, context):
+        asked.append(context.run_id)
+        return real_unsupported_reasons(self, context)
+
     real_plan, real_stream_log = runner.plan, evaluate_module.stream_log
+    real_unsupported_reasons = runner.HookRouter.unsupported_reasons
+    monkeypatch.setattr(runner.HookRouter, "unsupported_reasons", counting_unsupported_reasons)
     monkeypatch.setattr(runner, "plan", counting_plan)
     monkeypatch.setattr(runner, "execute", replay)
     monkeypatch.setattr(evaluate_module, "stream_log", counting_stream_log)
@@ -123,6 +132,7 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, regis
 
     assert progress == [(1, 3, 1, 3), (2, 3, 2, 3), (3, 3, 3, 3)]
     assert len(plans) == 1
+    assert len(asked) == 1  # unsupported_reason asked once for the point, not once per repeat
     assert len(contexts) == 3 and len({c.run_id for c in contexts}) == 3
     assert len({c.run_dir for c in contexts}) == 3 and all(c.run_dir.name == c.run_id for c in contexts)
     assert all(c.config is contexts[0].config for c in contexts)
