@@ -411,11 +411,12 @@ def unsupported_reason(context: RunContext) -> str | None:
 
     Asked before anything is launched, so that nothing runs to a failure: ``harness run``
     refuses the run in one line (exit 2) with the reasons given, ``harness certify`` records
-    them as the point's error, and ``harness sweep`` lists the point of its matrix as skipped
-    with them (a sweep asks once per point, when it plans it, and its run keeps that answer). E.g. a precision the device lacks (bf16 on a pre-Ampere GPU) or the framework
-    has no kernels for on this device, or a setting the training script would ignore. Called
-    on the plugins that registered the run's framework and vendor. Not ``firstresult``: every
-    reason given is reported.
+    the point as not run with them, and ``harness sweep`` lists the point of its matrix as
+    skipped with them. Asked once per point (a sweep when it plans it, a certification before
+    its first repeat): its runs keep that answer. E.g. a precision the device lacks (bf16 on
+    a pre-Ampere GPU) or the framework has no kernels for on this device, or a setting the
+    training script would ignore. Called on the plugins that registered the run's framework
+    and vendor. Not ``firstresult``: every reason given is reported.
 
     Example::
 

@@ -114,7 +114,7 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
             continue
         # Asked once per point, not once per repeat: an answer may be costly, and repeats of one
         # plan must not be judged differently.
-        unsupported = HookRouter(pm, registry).unsupported_reasons(context)
+        unsupported = router.unsupported_reasons(context)
         if unsupported:
             record.refused = f"cannot run on this machine: {'; '.join(unsupported)}"
             continue

@@ -84,9 +84,6 @@ class PlannedRun:
     context: RunContext | None = None
     recorded: BenchmarkResult | None = None
     repeat: int = 1
-    # What unsupported_reason answered when the point was planned, carried to its run so
-    # the plugins are asked once per point.
-    unsupported: list[str] | None = None
 
 
 @dataclass
@@ -169,13 +166,12 @@ def _plan_point(pm, registry, store: ResultStore, device_cache: _DeviceCache, in
     reasons = HookRouter(pm, registry).unsupported_reasons(context)
     if reasons:
         return PlannedRun(index, point, "skipped", "; ".join(reasons), request, context,
-                          repeat=repeat, unsupported=reasons)
+                          repeat=repeat)
     if not options.rerun:
         recorded = [r for r in store.find_by_config_hash(context.config.config_hash)
                     if len(r.repeats) >= repeat]
         if recorded:
             newest = max(recorded, key=lambda r: r.started_at)
             return PlannedRun(index, point, "done", f"already recorded as {newest.run_id}",
-                              request, context, newest, repeat, reasons)
-    return PlannedRun(index, point, "todo", None, request, context, repeat=repeat,
-                      unsupported=reasons)
+                              request, context, newest, repeat)
+    return PlannedRun(index, point, "todo", None, request, context, repeat=repeat)

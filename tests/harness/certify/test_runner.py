@@ -114,8 +114,10 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, regis
         return real_unsupported_reasons(self, context)
 
     real_plan, real_stream_log = runner.plan, evaluate_module.stream_log
-    real_unsupported_reasons = runner.HookRouter.unsupported_reasons
-    monkeypatch.setattr(runner.HookRouter, "unsupported_reasons", counting_unsupported_reasons)
+    from harness.dispatch import HookRouter
+
+    real_unsupported_reasons = HookRouter.unsupported_reasons
+    monkeypatch.setattr(HookRouter, "unsupported_reasons", counting_unsupported_reasons)
     monkeypatch.setattr(runner, "plan", counting_plan)
     monkeypatch.setattr(runner, "execute", replay)
     monkeypatch.setattr(evaluate_module, "stream_log", counting_stream_log)
@@ -180,3 +182,39 @@ def test_a_point_that_does_not_fit_in_memory_is_refused_as_not_runnable_here(tmp
     refused = outcome.certification.points[0].refused
     assert refused.startswith("cannot run on this machine: gpt3_125M needs about"), refused
     assert "tiny gpu has" in refused and outcome.certification.points[0].run_ids == []
+
+
+class RefusingVendor(WindowMovingVendor):
+    """A vendor that says the run cannot run here (and counts how often it was asked)."""
+
+    def __init__(self):
+        self.asked = 0
+
+    @hookimpl
+    def vendor_case_config(self, vendor, case, framework, nproc, nnodes, hardware_config):
+        return None
+
+    @hookimpl
+    def unsupported_reason(self, context):
+        self.asked += 1
+        return "no kernels for this test device"
+
+
+def test_a_point_the_plugins_refuse_is_not_run_and_asked_once(tmp_path, monkeypatch):
+    """unsupported_reason's answer refuses the point before its first repeat (not an error per
+    repeat), and the plugins are asked once for it."""
+    from harness.certify import runner
+    from harness.certify.runner import CertifyRequest, run_certification
+    from harness.certify.suite import Suite, parse_suite_text
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+
+    vendor = RefusingVendor()
+    pm = make_plugin_manager(load_entrypoints=False, extra=(vendor,))
+    monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a refused point ran"))
+    suite = Suite(spec=parse_suite_text(SUITE, "t"), text=SUITE, source="test")
+    outcome = run_certification(pm, Registry.from_plugins(pm),
+                                CertifyRequest(suite=suite, vendor="windowmover", output=tmp_path))
+    point = outcome.certification.points[0]
+    assert point.refused.startswith("cannot run on this machine: no kernels for this test device")
+    assert point.errors == [] and point.run_ids == [] and vendor.asked == 1

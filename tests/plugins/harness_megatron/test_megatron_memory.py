@@ -69,12 +69,13 @@ MEASURED = [
 
 
 @pytest.mark.parametrize("case, mbs, micro_batches, gpus, sharding, measured_mib", MEASURED)
-def test_estimate_is_within_five_percent_of_the_measured_peak(case, mbs, micro_batches, gpus,
-                                                              sharding, measured_mib):
+def test_estimate_is_within_one_percent_of_the_measured_peak(case, mbs, micro_batches, gpus,
+                                                             sharding, measured_mib):
+    """What megatron_memory's docstring claims of its fitted coefficients."""
     got = estimate(params(case, sharding_stage=sharding), precision="bf16", micro_batch=mbs,
                    micro_batches=micro_batches, world=gpus, recompute="none")
     assert got.total_bytes == sum(got.components.values())
-    assert got.total_bytes / (measured_mib * 2**20) == pytest.approx(1.0, abs=0.05)
+    assert got.total_bytes / (measured_mib * 2**20) == pytest.approx(1.0, abs=0.01)
 
 
 def test_an_80gb_h100_holds_micro_batch_8_and_not_16():

@@ -35,7 +35,7 @@ class Probe(paddle.io.Dataset):
 
 rt = SimpleNamespace(dedicated=True, data_parallel_world=lambda: 2, data_parallel_rank=lambda: 1)
 options = {"epoch_keys": True} if sys.argv[1] == "keys" else {}
-data = shuffled_batches(rt, Probe(), 2, workers=2, **options)
+data = shuffled_batches(rt, Probe(), 7 if sys.argv[1] == "too-large" else 2, workers=2, **options)
 rows = []
 for _ in range(4 * 3):
     epoch, index, batch = next(data)
@@ -52,11 +52,15 @@ def _paddle_python() -> Path:
                 "(a `harness run --framework paddle --vendor cpu` builds one)")
 
 
-def _probe(mode: str) -> list[list[int]]:
-    """Rows (epoch, batch index, key epoch or -1, sample index, worker pid) of 4 epochs."""
-    proc = subprocess.run([str(_paddle_python()), "-c", PROBE, mode], capture_output=True, text=True,
+def _run_probe(mode: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(_paddle_python()), "-c", PROBE, mode], capture_output=True, text=True,
                           timeout=300, cwd=SCRIPTS_DIR,
                           env={"PYTHONPATH": f"{SCRIPTS_DIR}:{SHARED_SCRIPTS_DIR}", "GLOG_minloglevel": "2"})
+
+
+def _probe(mode: str) -> list[list[int]]:
+    """Rows (epoch, batch index, key epoch or -1, sample index, worker pid) of 4 epochs."""
+    proc = _run_probe(mode)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
@@ -84,3 +88,10 @@ def test_epoch_keys_carry_the_epoch_they_are_drawn_in(plain):
     assert all(row[2] == row[0] for row in keyed)  # the key's epoch is the batch's epoch
     assert [row[3] for row in keyed] == [row[3] for row in plain]  # the same order either way
     assert len({row[4] for row in keyed}) == 2
+
+
+def test_a_share_too_small_for_one_batch_fails_in_one_line():
+    """6 samples a rank make no batch of 7: an endless pass over no batches would spin forever."""
+    proc = _run_probe("too-large")
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    assert "error: 12 samples make no batch of 7 for each of 2 data-parallel processes" in proc.stdout + proc.stderr
