@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass
 
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
+from harness_cases.gpt_candidate_speed import HALVED_BATCH_SPEED, RECOMPUTE_SPEED
 
 GIB = 2**30
 # Bytes per b·s·h·L (per tensor rank) saved by a block in bf16 with SDPA attention and no
@@ -65,10 +66,9 @@ CHECKPOINT_INPUT_BYTES = 2.0
 # gpt3_6.7B out of memory on one H200 in _multi_tensor_adam, 2026-11-23, runs fc3a and d54f).
 FOREACH_TEMP_BYTES = 4
 COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2}
-# Relative speed of each choice, used only to order the candidates (fastest first).
-RECOMPUTE_SPEED = {"none": 1.0, "selective": 0.93, "full": 0.75}
 RECOMPUTE_ORDER = ("none", "selective", "full")  # less memory to the right
-HALVED_BATCH_SPEED = 0.96
+# Relative speed of sharding the optimizer, used only to order the candidates (fastest first),
+# beside the shared recompute and micro-batch ones.
 DISTRIBUTED_OPTIMIZER_SPEED = 0.98
 
 

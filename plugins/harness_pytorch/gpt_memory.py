@@ -28,6 +28,7 @@ estimate against measured peak for every GPT run (H100 and H200).
 from __future__ import annotations
 
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
+from harness_cases.gpt_candidate_speed import HALVED_BATCH_SPEED, RECOMPUTE_SPEED
 from harness_cases.gpt_flops import gpt_parameter_count
 
 # Bytes per b·s·h·L of saved activations in a compiled block with flash attention, bf16, with
@@ -54,9 +55,8 @@ COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}  # fp8 runs bf16 aut
 # activations saved for backward shrink to this fraction of bf16's. Measured, one point: gpt3_6.7B
 # micro batch 2 on one H200, 2026-11-23, run 7ff2: 111.7 GiB allocated at the peak.
 FP8_ACTIVATION_FRACTION = 0.3
-# Relative speed of each choice, used only to order the candidates (fastest first).
-RECOMPUTE_SPEED = {"none": 1.0, "selective": 0.93, "full": 0.75}
-HALVED_BATCH_SPEED = 0.96
+# Relative speed of offloading the optimizer, used only to order the candidates (fastest
+# first), beside the shared recompute and micro-batch ones.
 OFFLOAD_SPEED = 0.75
 # With the optimizer in host memory, its step (seconds for billions of parameters) is paid once
 # per optimizer step: at least this many micro-batches amortise it.
