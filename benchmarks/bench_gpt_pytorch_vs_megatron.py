@@ -7,7 +7,8 @@ Run on a machine with NVIDIA GPUs, from the repository root::
 
 Each framework runs through ``harness run --vendor nvidia --json`` with the vendor's per-case
 config for that framework (bf16, the same micro batch, no recompute, flash attention through
-scaled_dot_product_attention in both), so the settings are equal by construction. The table
+scaled_dot_product_attention in both); a memory planner may still shrink one side's micro
+batch, so unequal (micro batch, global batch) stops it before the table. The table
 gives tokens/s, MFU, the framework's and NVML's peak memory, step-time CV and energy per token,
 then the PyTorch/Megatron ratio. ``--json-out`` writes the table and the two result files.
 """

@@ -81,10 +81,11 @@ def gpt3_case(name: str) -> CaseSpec:
             "master_weights": "model",
             # true: where the optimizer keeps flat fp32 gradients (master_weights=optimizer or
             # offload=cpu) on CUDA, the block linears' weight gradients are added into them by
-            # the matrix product (Megatron-LM's gradient accumulation fusion; the Megatron-core
-            # plugin has it only where apex's extension is installed). Off by default: it
-            # saves device time but runs the linears outside the compiled blocks, which costs
-            # host time; vendors turn it on where it measured faster (BENCHMARKS.md).
+            # the matrix product, except in fp8 (torchao's linears): Megatron-LM's gradient
+            # accumulation fusion, which the Megatron-core plugin has only where apex's
+            # extension is installed. Off by default: it saves device time but runs the
+            # linears outside the compiled blocks, which costs host time; vendors turn it on
+            # where it measured faster (BENCHMARKS.md).
             "gradient_accumulation_fusion": False,
             "sharding_stage": 0, "sharding_degree": 0,
             "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,

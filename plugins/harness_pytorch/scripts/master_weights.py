@@ -85,7 +85,10 @@ class FlatParameters:
 
     def _accumulator(self, offset: int, n: int):
         def accumulate(param: torch.Tensor) -> None:
-            if param.grad is None:  # a layer added it into main_grad itself (expose_main_grads)
+            # Autograd calls this hook even when a layer's backward returned no gradient for
+            # the weight, having added it into main_grad itself (expose_main_grads): nothing
+            # arrived then, so nothing is dropped.
+            if param.grad is None:
                 return
             # Accumulate in fp32 whatever the compute dtype, and free the low-precision gradient.
             self.grads[offset:offset + n].add_(param.grad.reshape(-1))

@@ -168,7 +168,7 @@ def main() -> int:
     # The block linears' weight gradients added into the flat fp32 gradients by the matrix
     # product itself (Megatron-LM's gradient accumulation fusion), where the optimizer holds
     # them; fp8's linears are torchao's and hand autograd their gradients.
-    fusion_off = ("off in the config" if not p.get("gradient_accumulation_fusion", True)
+    fusion_off = ("off in the config" if not p.get("gradient_accumulation_fusion", False)
                   else "no flat fp32 gradients (master_weights=model, no offload)" if flat_optimizer is None
                   else "fp8 linears" if precision == "fp8"
                   else weight_gradient_fusion_unavailable(device))

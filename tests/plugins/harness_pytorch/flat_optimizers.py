@@ -15,9 +15,10 @@ for folder in (SHARED_SCRIPTS_DIR, SCRIPTS):  # as the launch orders them: SCRIP
         sys.path.insert(0, str(folder))
 
 
-def make_model(seed: int) -> torch.nn.Module:
+def make_model(seed: int, linear=torch.nn.Linear) -> torch.nn.Module:
+    """``linear``: the linear layer class (``gpt_model.Linear`` to route weight gradients)."""
     torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.LayerNorm(16), torch.nn.Linear(16, 4))
+    return torch.nn.Sequential(linear(8, 16), torch.nn.LayerNorm(16), linear(16, 4))
 
 
 def split(model: torch.nn.Module) -> tuple[list, list]:

@@ -32,25 +32,33 @@ def make_optimizer(kind: str, model, chunk: int):
     return DeviceMasterAdamW(*split(model), fused=False, **options)
 
 
-def _rank(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank: bool) -> None:
+def _rank(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank: bool,
+          routed: bool) -> None:
     from torch_setup import run_and_exit
 
     # A spawned gloo rank ends as the training scripts' do (its results are saved by then).
-    run_and_exit(lambda: _train(rank, port, folder, kind, chunk, seed_of_rank))
+    run_and_exit(lambda: _train(rank, port, folder, kind, chunk, seed_of_rank, routed))
 
 
-def _train(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank: bool) -> int:
+def _train(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank: bool,
+           routed: bool) -> int:
     import torch.distributed as dist
 
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=2)
     try:
-        model = make_model(rank if seed_of_rank else 0)
+        from gpt_model import Linear
+
+        model = make_model(rank if seed_of_rank else 0, Linear if routed else torch.nn.Linear)
         try:
             optimizer = make_optimizer(kind, model, chunk)
         except RuntimeError as exc:
             torch.save(str(exc), os.path.join(folder, f"rank{rank}.pt"))
             return 0
+        if routed:  # gradient accumulation fusion: the linears add into the flat fp32 gradients
+            assert optimizer.expose_main_grads() == 2
+            for linear in model[0], model[2]:
+                linear.into_main_grad = True
         norms = []
         for step in range(STEPS):
             for x in batches(step, rank):
@@ -65,19 +73,22 @@ def _train(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_ran
     return 0
 
 
-def spawn(tmp_path, kind: str, chunk: int, seed_of_rank: bool = False) -> dict:
+def spawn(tmp_path, kind: str, chunk: int, seed_of_rank: bool = False, routed: bool = False) -> dict:
     import torch.multiprocessing as mp
 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    mp.spawn(_rank, args=(port, str(tmp_path), kind, chunk, seed_of_rank), nprocs=2)
+    mp.spawn(_rank, args=(port, str(tmp_path), kind, chunk, seed_of_rank, routed), nprocs=2)
     return {rank: torch.load(tmp_path / f"rank{rank}.pt") for rank in range(2)}
 
 
-@pytest.mark.parametrize("kind", ["device", "host"])
-def test_data_parallel_ranks_match_one_optimizer_fed_both_ranks_batches(tmp_path, kind):
-    results = spawn(tmp_path, kind, chunk=7)  # 7 elements a chunk: the matrices span many chunks
+@pytest.mark.parametrize("kind,routed", [("device", False), ("host", False), ("device", True),
+                                         ("host", True)])
+def test_data_parallel_ranks_match_one_optimizer_fed_both_ranks_batches(tmp_path, kind, routed):
+    # routed: the weight gradients reach the flat buffer through main_grad (gradient
+    # accumulation fusion), are averaged over the ranks and zeroed after each step like the rest.
+    results = spawn(tmp_path, kind, chunk=7, routed=routed)  # 7 elements a chunk: the matrices span many chunks
     reference = make_model(0)
     decay, no_decay = split(reference)
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1},
