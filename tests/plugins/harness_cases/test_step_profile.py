@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,7 +12,13 @@ from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR  # noqa: E402
 
 if str(SHARED_SCRIPTS_DIR) not in sys.path:
     sys.path.insert(0, str(SHARED_SCRIPTS_DIR))
-from step_profile import StepProfiler, profile_window  # noqa: E402
+from step_profile import StepProfiler, kernel_breakdown, profile_window  # noqa: E402
+
+
+def event(key: str, us: float, annotation: bool = False) -> SimpleNamespace:
+    """A profiler ``key_averages()`` entry of a CUDA kernel (or a named range)."""
+    return SimpleNamespace(key=key, device_time_total=us, device_type=SimpleNamespace(name="CUDA"),
+                           is_user_annotation=annotation)
 
 
 def test_window_from_the_environment_on_rank_zero_only():
@@ -44,14 +51,6 @@ def test_no_window_no_profile():
 
 
 def test_named_ranges_are_not_counted_as_kernels():
-    from types import SimpleNamespace
-
-    from step_profile import kernel_breakdown
-
-    def event(key, us, annotation=False):
-        return SimpleNamespace(key=key, device_time_total=us, device_type=SimpleNamespace(name="CUDA"),
-                               is_user_annotation=annotation)
-
     lines = kernel_breakdown([event("nvjet_sm90_tst_128x256", 3000.0),
                               event("Optimizer.step#AdamW.step", 6000.0, annotation=True),
                               event("multi_tensor_apply_kernel adam", 1000.0)], steps=1)
@@ -60,14 +59,6 @@ def test_named_ranges_are_not_counted_as_kernels():
 
 
 def test_cudnn_batch_norm_and_convolutions_are_not_counted_as_attention():
-    from types import SimpleNamespace
-
-    from step_profile import kernel_breakdown
-
-    def event(key, us):
-        return SimpleNamespace(key=key, device_time_total=us, device_type=SimpleNamespace(name="CUDA"),
-                               is_user_annotation=False)
-
     lines = kernel_breakdown([
         event("void cudnn::batchnorm_bwtr_nhwc_semiPersist<__half, float>", 3000.0),
         event("sm90_xmma_wgrad_indexed_implicit_gemm_f16f16_nhwckrsc_nhwc", 2000.0),
@@ -83,14 +74,6 @@ def test_cudnn_batch_norm_and_convolutions_are_not_counted_as_attention():
 
 def test_eager_kernels_of_an_uncompiled_framework_have_their_own_categories():
     """Megatron-core without Transformer Engine runs eager torch kernels: they are told apart."""
-    from types import SimpleNamespace
-
-    from step_profile import kernel_breakdown
-
-    def event(key, us):
-        return SimpleNamespace(key=key, device_time_total=us, device_type=SimpleNamespace(name="CUDA"),
-                               is_user_annotation=False)
-
     lines = kernel_breakdown([
         event("void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::BFloat16>", 4000.0),
         event("void at::native::(anonymous namespace)::GammaBetaBackwardCUDAKernel<c10::BFloat16>", 1000.0),
