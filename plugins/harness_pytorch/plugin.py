@@ -173,4 +173,16 @@ def unsupported_reason(context: RunContext) -> str | None:
     if (offload or optimizer_masters) and settings.world_size > 1 and int(params.get("sharding_stage", 0) or 0) > 0:
         return ("offload=cpu and master_weights=optimizer train data parallel (every rank holds "
                 "the whole model); sharding_stage needs offload=none and master_weights=model")
+    from harness.config_resolution import CLI_SOURCE
+
+    # Asked for on the command line where it cannot apply: said here rather than ignored
+    # (set by a vendor config, train_gpt.py just runs without it and its log says why).
+    if params.get("gradient_accumulation_fusion") and context.config.sources.get(
+            "gradient_accumulation_fusion") == CLI_SOURCE:
+        if not (offload or optimizer_masters):
+            return ("gradient_accumulation_fusion=true adds weight gradients into the optimizer's "
+                    "flat fp32 gradients: it needs master_weights=optimizer or offload=cpu")
+        if context.devices.kind == "cpu" or settings.precision == "fp8":
+            return ("gradient_accumulation_fusion=true runs on CUDA GPUs in bf16 (fp8's linears "
+                    "are torchao's); leave it off here")
     return None

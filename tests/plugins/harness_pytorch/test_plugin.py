@@ -27,6 +27,35 @@ def test_unsupported_reasons_for_fp8_offload_and_optimizer_held_masters(unsuppor
     assert any("offload=cpu moves the optimizer" in r for r in reasons(set_pairs=["offload=cpu"]))
 
 
+def test_gradient_accumulation_fusion_asked_for_where_it_cannot_apply_is_refused(unsupported_reasons):
+    def reasons(*pairs, precision="bf16"):
+        return unsupported_reasons("gpt3_125M", "pytorch", precision=precision, set_pairs=list(pairs))
+
+    assert any("needs master_weights=optimizer or offload=cpu" in r
+               for r in reasons("gradient_accumulation_fusion=true"))
+    # On the cpu vendor it has no CUDA product to fuse into.
+    assert any("runs on CUDA GPUs" in r
+               for r in reasons("gradient_accumulation_fusion=true", "master_weights=optimizer"))
+    assert reasons("gradient_accumulation_fusion=false") == []
+    assert reasons("master_weights=optimizer") == []  # off by default: nothing to refuse
+
+
+def test_gradient_accumulation_fusion_from_a_vendor_config_is_not_refused(tmp_path):
+    """A vendor config turns it on for its default layout (nvidia gpt3_6.7B); with --precision
+    fp8 or without flat gradients the script runs without it, so the run is not refused."""
+    from harness_pytorch import plugin
+    from tests.plugins.conftest import plan_context
+
+    context = plan_context(tmp_path, "gpt3_125M", "pytorch")
+    params = {**context.config.params, "gradient_accumulation_fusion": True}
+    sources = {**context.config.sources, "gradient_accumulation_fusion": "vendor:default.toml"}
+    config = context.config.model_copy(update={"params": params, "sources": sources})
+    assert plugin.unsupported_reason(context=context.model_copy(update={"config": config})) is None
+    cli = config.model_copy(update={"sources": {**sources, "gradient_accumulation_fusion": "cli"}})
+    assert "needs master_weights=optimizer" in plugin.unsupported_reason(
+        context=context.model_copy(update={"config": cli}))
+
+
 def test_a_vendor_without_a_torch_device_is_an_unsupported_reason(tmp_path):
     """Said before a sweep runs the point, as for every other refusal of the PyTorch plugin."""
     from harness import hookimpl
