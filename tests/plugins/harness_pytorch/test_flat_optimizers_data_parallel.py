@@ -5,7 +5,6 @@ the weights of one optimizer fed both ranks' micro-batches."""
 from __future__ import annotations
 
 import os
-import socket
 
 import pytest
 
@@ -32,20 +31,21 @@ def make_optimizer(kind: str, model, chunk: int):
     return DeviceMasterAdamW(*split(model), fused=False, **options)
 
 
-def _rank(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank: bool,
+def _rank(rank: int, folder: str, kind: str, chunk: int, seed_of_rank: bool,
           routed: bool) -> None:
     from torch_setup import run_and_exit
 
     # A spawned gloo rank ends as the training scripts' do (its results are saved by then).
-    run_and_exit(lambda: _train(rank, port, folder, kind, chunk, seed_of_rank, routed))
+    run_and_exit(lambda: _train(rank, folder, kind, chunk, seed_of_rank, routed))
 
 
-def _train(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_rank: bool,
+def _train(rank: int, folder: str, kind: str, chunk: int, seed_of_rank: bool,
            routed: bool) -> int:
     import torch.distributed as dist
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    # A file rendezvous: no TCP port to pick (a probed free port can be taken before the
+    # ranks bind it when the machine is busy).
+    dist.init_process_group("gloo", init_method=f"file://{folder}/rendezvous", rank=rank, world_size=2)
     try:
         from gpt_model import Linear
 
@@ -76,10 +76,7 @@ def _train(rank: int, port: int, folder: str, kind: str, chunk: int, seed_of_ran
 def spawn(tmp_path, kind: str, chunk: int, seed_of_rank: bool = False, routed: bool = False) -> dict:
     import torch.multiprocessing as mp
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    mp.spawn(_rank, args=(port, str(tmp_path), kind, chunk, seed_of_rank, routed), nprocs=2)
+    mp.spawn(_rank, args=(str(tmp_path), kind, chunk, seed_of_rank, routed), nprocs=2)
     return {rank: torch.load(tmp_path / f"rank{rank}.pt") for rank in range(2)}
 
 

@@ -4,7 +4,6 @@ DistributedDataParallel the replicas stay identical (the gradient all-reduce run
 from __future__ import annotations
 
 import os
-import socket
 import sys
 from pathlib import Path
 
@@ -61,12 +60,13 @@ def test_gathered_loss_equals_masked_selection():
     assert torch.allclose(loss, reference, rtol=1e-5, atol=1e-6)
 
 
-def _replica(rank: int, port: int, folder: str) -> None:
+def _replica(rank: int, folder: str) -> None:
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel
 
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    dist.init_process_group("gloo", rank=rank, world_size=2)
+    # A file rendezvous: no TCP port to pick (a probed free port can be taken before the
+    # ranks bind it when the machine is busy).
+    dist.init_process_group("gloo", init_method=f"file://{folder}/rendezvous", rank=rank, world_size=2)
     try:
         train_bert = _train_bert()
         torch.manual_seed(0)
@@ -84,10 +84,7 @@ def _replica(rank: int, port: int, folder: str) -> None:
 def test_ddp_replicas_stay_identical(tmp_path):
     import torch.multiprocessing as mp
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    mp.spawn(_replica, args=(port, str(tmp_path)), nprocs=2)
+    mp.spawn(_replica, args=(str(tmp_path),), nprocs=2)
     params = {rank: torch.load(tmp_path / f"rank{rank}.pt") for rank in range(2)}
     assert all(torch.equal(a, b) for a, b in zip(params[0], params[1]))
     # and training moved them: the test would pass trivially if nothing were updated
