@@ -47,39 +47,79 @@ def weight_gradient_fusion_unavailable(device: torch.device) -> str | None:
     return None
 
 
-class _LinearIntoMainGrad(torch.autograd.Function):
-    """``x W^T + b`` in the weight's dtype whose weight gradient goes into ``weight.main_grad``
-    instead of autograd: the weight gets no ``.grad`` (so no gradient hook fires for it)."""
+# The fused linear as two custom operators, so that torch.compile traces through them: an
+# autograd.Function mutating the accumulator has to run outside the compiled blocks, each block
+# then runs as five compiled pieces, and their host time measured more than the fusion saves on
+# gpt3_1.3B (BENCHMARKS.md, 2026-11-25). The backward operator declares its mutation of
+# ``main_grad``, so the compiler calls it on the accumulator itself.
+_NAMESPACE = "harness"
 
-    @staticmethod
-    def forward(ctx, x, weight, bias):
-        x = x.to(weight.dtype)  # what autocast would cast it to; saved in that dtype
-        ctx.save_for_backward(x, weight)
-        ctx.main_grad = weight.main_grad
-        ctx.has_bias = bias is not None
+
+def _registered(name: str) -> bool:
+    """Whether this process defined the operator already (the module imported twice)."""
+    try:
+        getattr(getattr(torch.ops, _NAMESPACE), name)
+    except (AttributeError, RuntimeError):
+        return False
+    return True
+
+
+def _define_operators() -> None:
+    if _registered("linear_into_main_grad"):
+        return
+
+    @torch.library.custom_op(f"{_NAMESPACE}::linear_into_main_grad", mutates_args=(),
+                             schema="(Tensor x, Tensor weight, Tensor? bias, Tensor main_grad) -> Tensor")
+    def forward(x, weight, bias, main_grad):
         return F.linear(x, weight, None if bias is None else bias.to(weight.dtype))
 
-    @staticmethod
+    @forward.register_fake
+    def _(x, weight, bias, main_grad):
+        return x.new_empty((*x.shape[:-1], weight.shape[0]), dtype=weight.dtype)
+
+    @torch.library.custom_op(f"{_NAMESPACE}::linear_into_main_grad_backward", mutates_args=("main_grad",),
+                             schema="(Tensor grad_output, Tensor x, Tensor weight, Tensor(a!) main_grad) -> Tensor")
+    def backward_op(grad_output, x, weight, main_grad):
+        flat = grad_output.reshape(-1, grad_output.shape[-1])
+        accumulate_weight_gradient(main_grad, flat, x.reshape(-1, x.shape[-1]))
+        return grad_output @ weight
+
+    @backward_op.register_fake
+    def _(grad_output, x, weight, main_grad):
+        return x.new_empty(x.shape)
+
+    def setup_context(ctx, inputs, output):
+        x, weight, bias, main_grad = inputs
+        ctx.save_for_backward(x, weight, main_grad)
+        ctx.has_bias = bias is not None
+
     def backward(ctx, grad_output):
-        x, weight = ctx.saved_tensors
+        x, weight, main_grad = ctx.saved_tensors
         grad_output = grad_output.to(weight.dtype)
-        grad_input = grad_output @ weight  # autograd casts it to the input's dtype
-        flat_grad = grad_output.reshape(-1, grad_output.shape[-1])
-        accumulate_weight_gradient(ctx.main_grad, flat_grad, x.reshape(-1, x.shape[-1]))
-        grad_bias = flat_grad.sum(0, dtype=torch.float32) if ctx.has_bias else None
-        return grad_input, None, grad_bias
+        grad_input = backward_op(grad_output, x, weight, main_grad)
+        grad_bias = (grad_output.reshape(-1, grad_output.shape[-1]).sum(0, dtype=torch.float32)
+                     if ctx.has_bias else None)
+        return grad_input, None, grad_bias, None  # no weight gradient: main_grad has it
+
+    forward.register_autograd(backward, setup_context=setup_context)
 
 
-@torch.compiler.disable  # eager inside compiled blocks: the compiler would not keep the side effect
-def _linear_into_main_grad(x, weight, bias):
-    return _LinearIntoMainGrad.apply(x, weight, bias)
+_define_operators()
+
+
+def linear_into_main_grad(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """``x W^T + b`` in the weight's dtype whose weight gradient is added into
+    ``weight.main_grad`` instead of reaching autograd: the weight gets no ``.grad``."""
+    # Cast here, not inside the operator, so that the compiler fuses it into its producer.
+    return getattr(torch.ops, _NAMESPACE).linear_into_main_grad(
+        x.to(weight.dtype), weight, bias, weight.main_grad)
 
 
 class Linear(nn.Linear):
     """``nn.Linear`` that can add its weight gradient straight into an fp32 accumulator.
 
     ``into_main_grad`` (off by default; ``GPT.route_weight_gradients`` turns it on) makes a
-    training forward use ``_LinearIntoMainGrad``: the weight must then carry ``main_grad``, its
+    training forward use ``linear_into_main_grad``: the weight must then carry ``main_grad``, its
     slice of the optimizer's flat fp32 gradients (``master_weights.FlatParameters``).
     """
 
@@ -87,7 +127,7 @@ class Linear(nn.Linear):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.into_main_grad and self.training and torch.is_grad_enabled():
-            return _linear_into_main_grad(x, self.weight, self.bias)
+            return linear_into_main_grad(x, self.weight, self.bias)
         return super().forward(x)
 
 

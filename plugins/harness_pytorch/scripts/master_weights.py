@@ -101,8 +101,13 @@ class FlatParameters:
         instead of handing autograd a compute-dtype gradient for the hook to add. Returns how
         many parameters got one. Gradients that still arrive through autograd are added by the
         hook as before, into the same slice."""
+        storage = self.grads.untyped_storage()
         for p, offset in zip(self.params[:self.decay_count], self.offsets):
-            p.main_grad = self.grads[offset:offset + p.numel()].view(p.shape)
+            # The slice's memory as a tensor of its own, not a view: views share the buffer's
+            # version counter, and the fused linear saves its main_grad for backward, so each
+            # layer's update would look to autograd like a change to every other layer's.
+            main_grad = torch.empty(0, dtype=self.grads.dtype, device=self.grads.device)
+            p.main_grad = main_grad.set_(storage, offset, p.shape)
         return self.decay_count
 
     def _check_same_start(self) -> None:
