@@ -114,7 +114,7 @@ def gradient_accumulation_fusion(p: dict) -> bool:
     return True
 
 
-def build_model(p: dict, tp: int, pp: int, precision: str):
+def build_model(p: dict, tp: int, pp: int, precision: str, fuse_weight_gradients: bool):
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
@@ -143,7 +143,7 @@ def build_model(p: dict, tp: int, pp: int, precision: str):
         bias_activation_fusion=True,
         bias_dropout_fusion=True,
         masked_softmax_fusion=False,
-        gradient_accumulation_fusion=gradient_accumulation_fusion(p),
+        gradient_accumulation_fusion=fuse_weight_gradients,
         persist_layer_norm=False,
         recompute_granularity={"none": None, "full": "full", "selective": "selective"}[recompute],
         recompute_method="uniform" if recompute == "full" else None,
@@ -264,7 +264,8 @@ def main() -> int:
     torch.manual_seed(s["seed"])
     precision = s["precision"]
 
-    model, config = build_model(p, tp, pp, precision)
+    fuse_weight_gradients = gradient_accumulation_fusion(p)  # asked once: it tries an import
+    model, config = build_model(p, tp, pp, precision, fuse_weight_gradients)
     n_local = sum(t.numel() for t in model.parameters())
     n_params = whole_model_parameters(model, parallel_state)
     distributed_optimizer = int(p.get("sharding_stage", 0)) >= 1 and dp > 1
@@ -345,7 +346,7 @@ def main() -> int:
         log(f"> Megatron-core GPT: {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {seq}, vocab {p['vocab_size']}; {n_local:,} parameters "
             f"on this rank")
-        fusion = ("on" if gradient_accumulation_fusion(p) else "off (needs apex's extension)"
+        fusion = ("on" if fuse_weight_gradients else "off (needs apex's extension)"
                   if p.get("gradient_accumulation_fusion") else "off")
         log(f"> training: megatron-core on {world} x {DEVICE_TYPE}: dp {dp} x tp {tp} x pp {pp}, "
             f"sequence parallel {tp > 1}, distributed optimizer {distributed_optimizer}, precision "
