@@ -25,6 +25,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+from grad_accumulate import accumulate as accumulate_gradient
+
 # Elements per optimizer tensor: the flat master is handed to AdamW in views of at most this
 # many elements (64 Mi fp32 values, 256 MiB), so no single kernel indexes billions of elements;
 # host offload moves one such chunk per transfer, large enough for full PCIe speed and small
@@ -91,7 +93,7 @@ class FlatParameters:
             if param.grad is None:
                 return
             # Accumulate in fp32 whatever the compute dtype, and free the low-precision gradient.
-            self.grads[offset:offset + n].add_(param.grad.reshape(-1))
+            accumulate_gradient(self.grads[offset:offset + n], param.grad)
             param.grad = None
         return accumulate
 
