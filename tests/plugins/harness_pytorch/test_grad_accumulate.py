@@ -54,3 +54,20 @@ def test_cpu_tensors_take_add(monkeypatch):
     grad = torch.arange(6, dtype=torch.bfloat16).reshape(2, 3)
     grad_accumulate.accumulate(acc, grad)
     assert called == [] and acc.tolist() == [0, 1, 2, 3, 4, 5]
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (runs on the GPU machines)")
+def test_cuda_slices_of_the_flat_gradients_take_the_kernel(monkeypatch):
+    pytest.importorskip("triton")
+    flat = torch.zeros(4096 * 3, device="cuda")
+    grad = torch.randn(64, 64, dtype=torch.bfloat16, device="cuda")
+    assert grad_accumulate.kernel_applies(flat[16:16 + grad.numel()], grad)
+    called = []
+    real = grad_accumulate.triton_accumulate
+    monkeypatch.setattr(grad_accumulate, "triton_accumulate", lambda a, g: (called.append(1), real(a, g)))
+    grad_accumulate.accumulate(flat[16:16 + grad.numel()], grad)
+    assert called == [1] and torch.equal(flat[16:16 + grad.numel()], grad.float().reshape(-1))
+    # Where the sum would not be bitwise add_'s (fp64) or the layout does not fit: add_.
+    assert not grad_accumulate.kernel_applies(flat[:grad.numel()], grad.double())
+    assert not grad_accumulate.kernel_applies(flat[:grad.numel()], grad.t())
+    assert not grad_accumulate.kernel_applies(flat[:grad.numel()].cpu(), grad)
