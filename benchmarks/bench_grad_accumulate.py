@@ -22,16 +22,18 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins" / "harness_pytorch" / "scripts"))
+PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
+sys.path[:0] = [str(PLUGINS / "harness_pytorch" / "scripts"), str(PLUGINS)]
 import grad_accumulate  # noqa: E402
-
-# (hidden, layers, vocab) of the GPT cases' shapes.
-MODELS = {"gpt3_1.3B": (2048, 24, 50304), "gpt3_6.7B": (4096, 32, 50304)}
+from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
 
-def matrix_sizes(hidden: int, layers: int, vocab: int) -> list[int]:
-    block = [3 * hidden * hidden, hidden * hidden, 4 * hidden * hidden, 4 * hidden * hidden]
-    return block * layers + [vocab * hidden]
+def matrix_sizes(case: str) -> list[int]:
+    """Elements of every block matrix (QKV, attention output, MLP in and out) and of the
+    embedding, from the case's own parameters."""
+    p = gpt3_case(case).params
+    h, ffn = p["hidden_size"], p["ffn_multiplier"] * p["hidden_size"]
+    return [3 * h * h, h * h, ffn * h, h * ffn] * p["num_layers"] + [p["vocab_size"] * h]
 
 
 def time_pass(add, slices, grads, repeats: int) -> float:
@@ -51,13 +53,13 @@ def time_pass(add, slices, grads, repeats: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=sorted(MODELS), default="gpt3_6.7B")
+    parser.add_argument("--model", choices=sorted(GPT3_SIZES), default="gpt3_6.7B")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("bench_grad_accumulate.py: needs a CUDA GPU")
-    sizes = matrix_sizes(*MODELS[args.model])
+    sizes = matrix_sizes(args.model)
     total = sum(sizes)
     flat = torch.zeros(total, dtype=torch.float32, device="cuda")
     slices, offset = [], 0
