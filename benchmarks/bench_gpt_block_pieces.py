@@ -12,9 +12,8 @@ Run from the repository root on a machine with an NVIDIA GPU::
 2. The MLP's bias + tanh-GeLU, forward and backward (with the bias gradient), compiled by
    Inductor: as ``F.gelu(approximate="tanh")``, and as the same function written
    ``x * sigmoid(2 z)`` (0.5 (1 + tanh z) = sigmoid(2 z)), whose exponential is cheaper than
-   ``tanh``; also the first form with Inductor's coordinate-descent tuning of its kernels; then
-   the Triton kernels of ``plugins/harness_pytorch/scripts/bias_gelu.py`` (with the GPU's
-   approximate ``tanh`` instruction, and with the exact identity), and their memory rates.
+   ``tanh``; also the first form with Inductor's coordinate-descent tuning of its kernels. (Call 3
+   of 2026-11-26 also timed hand-written Triton kernels for it, commit 78e10e5: slower, removed.)
 
 Times are CUDA-event medians over ``--repeats`` after three warm-up repeats. Prints one line a
 variant and, with ``--json-out``, writes them.
@@ -32,9 +31,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
-sys.path[:0] = [str(PLUGINS / "harness_pytorch" / "scripts"), str(PLUGINS)]
-import bias_gelu  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
 SEQ = 2048
@@ -116,33 +113,6 @@ def main() -> None:
             reference = out
         record("bias + GeLU fwd+bwd", variant, ms,
                max_abs_diff_vs_first=float((out - reference).abs().max()))
-    # The Triton kernels of bias_gelu.py: as the model calls them (the custom operator inside a
-    # compiled function), and launched directly with the exact tanh identity instead of the
-    # approximate instruction (what the instruction saves).
-    torch._dynamo.reset()
-    compiled = torch.compile(bias_gelu.bias_gelu)
-    x = x0.clone().requires_grad_()
-    bias = bias0.clone().requires_grad_()
-
-    def kernels_step():
-        x.grad = bias.grad = None
-        compiled(x, bias).backward(grad)
-
-    ms = median_ms(kernels_step, args.repeats)
-    record("bias + GeLU fwd+bwd", "Triton kernels (tanh.approx)", ms,
-           max_abs_diff_vs_first=float((compiled(x, bias).float() - reference).abs().max()))
-    for fast in (True, False):
-        def direct():
-            bias_gelu.triton_forward(x0, bias0, fast=fast)
-            bias_gelu.triton_backward(grad, x0, bias0, fast=fast)
-        record("bias + GeLU fwd+bwd", f"Triton kernels launched, {'tanh.approx' if fast else 'exact tanh'}",
-               median_ms(direct, args.repeats))
-    fwd = median_ms(lambda: bias_gelu.triton_forward(x0, bias0), args.repeats)
-    record("bias + GeLU forward", "Triton kernel (tanh.approx)", fwd,
-           tb_per_s=round(2 * x0.numel() * x0.element_size() / fwd / 1e9, 2))
-    bwd = median_ms(lambda: bias_gelu.triton_backward(grad, x0, bias0), args.repeats)
-    record("bias + GeLU backward", "Triton kernel (tanh.approx)", bwd,
-           tb_per_s=round(3 * x0.numel() * x0.element_size() / bwd / 1e9, 2))
     if args.json_out:
         args.json_out.write_text(json.dumps({"model": args.model, "micro_batch": args.micro_batch,
                                              "device": torch.cuda.get_device_name(),

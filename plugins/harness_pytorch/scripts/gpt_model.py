@@ -1,6 +1,6 @@
 """A GPT decoder (GPT-2/3 architecture): pre-LayerNorm blocks, learned positions, tied embeddings.
 
-Standalone: imports torch (and the sibling bias_gelu.py) only, so it runs in any environment that has torch.
+Standalone: imports torch only, so it runs in any environment that has torch.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 from torch.utils.checkpoint import checkpoint
-
-from bias_gelu import bias_gelu
 
 
 def accumulate_weight_gradient(main_grad: torch.Tensor, grad_output: torch.Tensor,
@@ -132,12 +130,6 @@ class Linear(nn.Linear):
             return linear_into_main_grad(x, self.weight, self.bias)
         return super().forward(x)
 
-    def forward_without_bias(self, x: torch.Tensor) -> torch.Tensor:
-        """``x W^T`` by the same route as ``forward``, for a caller that adds the bias itself."""
-        if self.into_main_grad and self.training and torch.is_grad_enabled():
-            return linear_into_main_grad(x, self.weight, None)
-        return F.linear(x, self.weight)
-
 
 class CausalSelfAttention(nn.Module):
     def __init__(self, hidden: int, heads: int, dropout: float):
@@ -168,10 +160,7 @@ class MLP(nn.Module):
         self.proj = Linear(ffn_hidden, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if isinstance(self.fc, Linear) and self.fc.bias is not None:
-            # The bias is added by the GeLU's kernel (bias_gelu.py), not the product's epilogue.
-            return self.proj(bias_gelu(self.fc.forward_without_bias(x), self.fc.bias))
-        return self.proj(F.gelu(self.fc(x), approximate="tanh"))  # fp8's torchao linear
+        return self.proj(F.gelu(self.fc(x), approximate="tanh"))
 
 
 class Block(nn.Module):
