@@ -24,30 +24,17 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "plugins"))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "plugins")]
+from cuda_timing import median_ms  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
 SEQ = 2048
-
-
-def median_ms(fn, repeats: int) -> float:
-    times = []
-    for i in range(repeats + 3):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        if i >= 3:
-            times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def gelu_tanh(x, bias):
@@ -108,7 +95,7 @@ def main() -> None:
             compiled(x, bias).backward(grad)
 
         ms = median_ms(step, args.repeats)
-        out = compiled(x, bias).float()
+        out = compiled(x, bias).detach().float()
         if reference is None:
             reference = out
         record("bias + GeLU fwd+bwd", variant, ms,

@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
 import torch
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
-sys.path[:0] = [str(PLUGINS / "harness_pytorch" / "scripts"), str(PLUGINS)]
+sys.path[:0] = [str(PLUGINS / "harness_pytorch" / "scripts"), str(PLUGINS), str(Path(__file__).resolve().parent)]
 import grad_accumulate  # noqa: E402
+from cuda_timing import median_ms  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
 
@@ -38,17 +38,10 @@ def matrix_sizes(case: str) -> list[int]:
 
 def time_pass(add, slices, grads, repeats: int) -> float:
     """Median milliseconds of one pass over every matrix."""
-    times = []
-    for i in range(repeats + 2):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
+    def one_pass():
         for accumulator, gradient in zip(slices, grads):
             add(accumulator, gradient)
-        end.record()
-        torch.cuda.synchronize()
-        if i >= 2:
-            times.append(start.elapsed_time(end))
-    return statistics.median(times)
+    return median_ms(one_pass, repeats, warmup=2)
 
 
 def main() -> None:

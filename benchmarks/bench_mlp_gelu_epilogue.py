@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import statistics
 import sys
 from pathlib import Path
 
@@ -27,20 +26,8 @@ import torch.nn.functional as F
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "plugins")]
 import cublaslt_gelu  # noqa: E402
+from cuda_timing import median_ms  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
-
-
-def median_ms(fn, repeats: int) -> float:
-    times = []
-    for i in range(repeats + 3):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        torch.cuda.synchronize()
-        if i >= 3:
-            times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def main() -> None:
