@@ -21,8 +21,6 @@ variant and, with ``--json-out``, writes them.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -31,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "plugins")]
-from cuda_timing import median_ms  # noqa: E402
+from cuda_timing import gpt_shape_arguments, median_ms, write_rows  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
 SEQ = 2048
@@ -47,14 +45,7 @@ def gelu_tanh_as_sigmoid(x, bias):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=sorted(GPT3_SIZES), default="gpt3_1.3B")
-    parser.add_argument("--micro-batch", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--json-out", type=Path)
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("bench_gpt_block_pieces.py: needs a CUDA GPU")
+    args = gpt_shape_arguments(__doc__.split("\n\n")[0], "bench_gpt_block_pieces.py", GPT3_SIZES)
     p = gpt3_case(args.model).params
     h, ffn, tokens = p["hidden_size"], p["ffn_multiplier"] * p["hidden_size"], args.micro_batch * SEQ
     device, dtype = torch.device("cuda"), torch.bfloat16
@@ -100,10 +91,7 @@ def main() -> None:
             reference = out
         record("bias + GeLU fwd+bwd", variant, ms,
                max_abs_diff_vs_first=float((out - reference).abs().max()))
-    if args.json_out:
-        args.json_out.write_text(json.dumps({"model": args.model, "micro_batch": args.micro_batch,
-                                             "device": torch.cuda.get_device_name(),
-                                             "torch": torch.__version__, "rows": rows}, indent=1) + "\n")
+    write_rows(args, rows)
 
 
 if __name__ == "__main__":

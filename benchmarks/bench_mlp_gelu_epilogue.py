@@ -15,8 +15,6 @@ between the two ways' results are printed beside the times.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
 import sys
 from pathlib import Path
@@ -26,19 +24,12 @@ import torch.nn.functional as F
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "plugins")]
 import cublaslt_gelu  # noqa: E402
-from cuda_timing import median_ms  # noqa: E402
+from cuda_timing import gpt_shape_arguments, median_ms, write_rows  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--model", choices=sorted(GPT3_SIZES), default="gpt3_1.3B")
-    parser.add_argument("--micro-batch", type=int, default=16)
-    parser.add_argument("--repeats", type=int, default=20)
-    parser.add_argument("--json-out", type=Path)
-    args = parser.parse_args()
-    if not torch.cuda.is_available():
-        sys.exit("bench_mlp_gelu_epilogue.py: needs a CUDA GPU")
+    args = gpt_shape_arguments(__doc__.split("\n\n")[0], "bench_mlp_gelu_epilogue.py", GPT3_SIZES)
     p = gpt3_case(args.model).params
     h, n, tokens = p["hidden_size"], p["ffn_multiplier"] * p["hidden_size"], args.micro_batch * 2048
     dev, dt = torch.device("cuda"), torch.bfloat16
@@ -79,10 +70,7 @@ def main() -> None:
            max_diff_grad=float((d.float() - d_ref.float()).abs().max()),
            max_rel_diff_bias_grad=float(((db.float() - db_ref).abs() / db_ref.abs().clamp_min(1e-3)).max()))
     record("backward: mm alone", median_ms(lambda: g @ w2, args.repeats))
-    if args.json_out:
-        args.json_out.write_text(json.dumps({"model": args.model, "micro_batch": args.micro_batch,
-                                             "device": torch.cuda.get_device_name(),
-                                             "torch": torch.__version__, "rows": rows}, indent=1) + "\n")
+    write_rows(args, rows)
 
 
 if __name__ == "__main__":
