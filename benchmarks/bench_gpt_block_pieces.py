@@ -1,18 +1,18 @@
 """Pieces of a GPT block's step on one CUDA GPU, timed alone: what the bias epilogue of the
-forward matrix products costs, and what the compiled GeLU costs in two exact forms.
+forward matrix products costs, and what the compiled GeLU costs written in two equal forms.
 
 Run from the repository root on a machine with an NVIDIA GPU::
 
     python benchmarks/bench_gpt_block_pieces.py --model gpt3_1.3B --micro-batch 16
 
 1. The block's four forward products (QKV, attention output, MLP in and out) at the case's
-   shapes and ``--micro-batch`` sequences of 2048 tokens, bf16: with the bias in cuBLAS's
+   shapes and ``--micro-batch`` sequences of the case's length, bf16: with the bias in cuBLAS's
    epilogue (``addmm``, what ``F.linear`` runs) and without (``mm``; the bias is then added by
    the compiled elementwise kernel that follows anyway: GeLU, or the residual add).
 2. The MLP's bias + tanh-GeLU, forward and backward (with the bias gradient), compiled by
    Inductor: as ``F.gelu(approximate="tanh")``, and as the same function written
-   ``x * sigmoid(2 z)`` (0.5 (1 + tanh z) = sigmoid(2 z)), whose exponential is cheaper than
-   ``tanh``; also the first form with Inductor's coordinate-descent tuning of its kernels. (Call 3
+   ``x * sigmoid(2 z)`` (0.5 (1 + tanh z) = sigmoid(2 z)), an exponential instead of ``tanh``;
+   also the first form with Inductor's coordinate-descent tuning of its kernels. (Call 3
    of 2026-11-26 also timed hand-written Triton kernels for it, commit 78e10e5: slower, removed.)
 
 Times are CUDA-event medians over ``--repeats`` after three warm-up repeats. Prints one line a
@@ -32,9 +32,6 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 from cuda_timing import gpt_shape_arguments, median_ms, write_rows  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
-SEQ = 2048
-
-
 def gelu_tanh(x, bias):
     return F.gelu(x + bias.to(x.dtype), approximate="tanh")
 
@@ -47,7 +44,7 @@ def gelu_tanh_as_sigmoid(x, bias):
 def main() -> None:
     args = gpt_shape_arguments(__doc__.split("\n\n")[0], "bench_gpt_block_pieces.py", GPT3_SIZES)
     p = gpt3_case(args.model).params
-    h, ffn, tokens = p["hidden_size"], p["ffn_multiplier"] * p["hidden_size"], args.micro_batch * SEQ
+    h, ffn, tokens = p["hidden_size"], p["ffn_multiplier"] * p["hidden_size"], args.micro_batch * p["seq_len"]
     device, dtype = torch.device("cuda"), torch.bfloat16
     rows = []
 

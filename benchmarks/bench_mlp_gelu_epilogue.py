@@ -31,7 +31,7 @@ from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 def main() -> None:
     args = gpt_shape_arguments(__doc__.split("\n\n")[0], "bench_mlp_gelu_epilogue.py", GPT3_SIZES)
     p = gpt3_case(args.model).params
-    h, n, tokens = p["hidden_size"], p["ffn_multiplier"] * p["hidden_size"], args.micro_batch * 2048
+    h, n, tokens = p["hidden_size"], p["ffn_multiplier"] * p["hidden_size"], args.micro_batch * p["seq_len"]
     dev, dt = torch.device("cuda"), torch.bfloat16
     torch.manual_seed(0)
     x = torch.randn(tokens, h, device=dev, dtype=dt)
@@ -46,7 +46,7 @@ def main() -> None:
         d = torch.ops.aten.gelu_backward(dy, pre, approximate="tanh")
         return d, d.float().sum(0)
 
-    lt = cublaslt_gelu.cublaslt(dev)
+    lt = cublaslt_gelu.CublasLt(dev)
     rows = []
 
     def record(name, ms, **extra):

@@ -36,11 +36,10 @@ class _Heuristic(ctypes.Structure):
 
 
 class CublasLt:
-    """One cuBLASLt handle and workspace per process; plans cached by shape."""
+    """A cuBLASLt handle and workspace on ``device``; the products' plans cached by shape."""
 
     def __init__(self, device: torch.device):
         self.lib = _load()
-        self.device = device
         handle = ctypes.c_void_p()
         self._check(self.lib.cublasLtCreate(ctypes.byref(handle)), "cublasLtCreate")
         self.handle = handle
@@ -95,6 +94,7 @@ class CublasLt:
         self._check(self.lib.cublasLtMatmulAlgoGetHeuristic(
             self.handle, desc, layouts[0], layouts[1], layouts[2], layouts[2], pref, 1,
             ctypes.byref(result), ctypes.byref(found)), "cublasLtMatmulAlgoGetHeuristic")
+        self.lib.cublasLtMatmulPreferenceDestroy(pref)
         if found.value < 1:
             raise RuntimeError(f"cuBLASLt has no algorithm for epilogue {epilogue} at {key}")
         self.plans[key] = (desc, layouts, result)
@@ -111,7 +111,8 @@ class CublasLt:
             ctypes.c_void_p(b.data_ptr()), b_layout, ctypes.byref(zero),
             ctypes.c_void_p(d.data_ptr()), d_layout, ctypes.c_void_p(d.data_ptr()), d_layout,
             ctypes.byref(heuristic.algo), ctypes.c_void_p(self.workspace.data_ptr()),
-            ctypes.c_size_t(WORKSPACE_BYTES), ctypes.c_void_p(_current_stream(d.device))), "cublasLtMatmul")
+            ctypes.c_size_t(WORKSPACE_BYTES), ctypes.c_void_p(torch.cuda.current_stream(d.device).cuda_stream)),
+            "cublasLtMatmul")
 
     def linear_gelu(self, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor):
         """``(gelu(x W^T + b), x W^T + b)`` for row-major ``x`` (tokens, k), ``weight`` (n, k),
@@ -142,14 +143,6 @@ class CublasLt:
         return out, bias_grad
 
 
-def _current_stream(device: torch.device) -> int:
-    stream = torch.accelerator.current_stream(device)
-    handle = getattr(stream, "native_handle", None)
-    if handle is None:  # torch without Stream.native_handle: the device module's own stream
-        handle = torch.get_device_module(device).current_stream(device).cuda_stream
-    return int(handle)
-
-
 def _load() -> ctypes.CDLL:
     for name in ("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"):
         try:
@@ -167,12 +160,3 @@ def _load() -> ctypes.CDLL:
         lib.cublasLtMatmul.argtypes = [ctypes.c_void_p] * 14 + [ctypes.c_size_t, ctypes.c_void_p]
         return lib
     raise OSError("no cuBLASLt library (libcublasLt.so.13 or .12) could be loaded")
-
-
-_INSTANCES: dict[torch.device, CublasLt] = {}
-
-
-def cublaslt(device: torch.device) -> CublasLt:
-    if device not in _INSTANCES:
-        _INSTANCES[device] = CublasLt(device)
-    return _INSTANCES[device]

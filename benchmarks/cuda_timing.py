@@ -31,7 +31,7 @@ def gpt_shape_arguments(description: str, script: str, models) -> argparse.Names
     ``--micro-batch``, ``--repeats``, ``--json-out``); exits unless a CUDA GPU is present."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--model", choices=sorted(models), default="gpt3_1.3B")
-    parser.add_argument("--micro-batch", type=int, default=16, help="sequences of 2048 tokens")
+    parser.add_argument("--micro-batch", type=int, default=16, help="sequences of the case's length")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
