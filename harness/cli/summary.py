@@ -72,7 +72,33 @@ def print_summary(report, console=None) -> None:
                 else "first to last busy sample")
         table.add_row("device utilisation", f"{min(training_util):.0f}% lowest of {len(training_util)} while "
                                             f"training ({span:,.0f} s, {over})")
+    clocks = _clock_row(r.device_metrics or {})
+    if clocks:
+        table.add_row("device clocks", clocks)
     table.add_row("config hash", r.config_hash)
     table.add_row("run folder", escape(str(report.run_dir)))
     table.add_row("legacy index", escape(str(report.legacy_path)))
     console.print(table)
+
+
+def _numbers(values) -> list[float]:
+    return [v for v in values or [] if isinstance(v, (int, float))]
+
+
+def _clock_row(metrics: dict) -> str | None:
+    """The slowest GPU's mean SM clock over the training span (a vendor monitor's
+    ``training_sm_clock_mhz``), its maximum, and the largest share of samples in which the power
+    cap or a thermal or hardware slowdown held a GPU's clocks down; None without clock readings."""
+    clocks = _numbers(metrics.get("training_sm_clock_mhz"))
+    if not clocks:
+        return None
+    text = f"SM {min(clocks):,.0f} MHz mean while training"
+    if len(clocks) > 1:
+        text += f", lowest of {len(clocks)}"
+    peak = _numbers(metrics.get("max_sm_clock_mhz"))
+    if peak:
+        text += f" (max {max(peak):,.0f})"
+    limits = [f"{name} {max(share):.0f}% of samples" for name, share in (
+        ("power cap", _numbers(metrics.get("training_power_capped_pct"))),
+        ("thermal or hardware slowdown", _numbers(metrics.get("training_thermal_limited_pct")))) if share]
+    return text + ("; " + ", ".join(limits) if limits else "")

@@ -1,7 +1,10 @@
 """Samples NVIDIA GPUs through NVML in a background thread while the training processes run.
 
 Each sample is one CSV row per GPU (``monitor.csv`` in the run folder): seconds since start,
-GPU index, memory used, utilisation and power. The summary gives what the result reports:
+GPU index, memory used, utilisation, power, the SM clock, and whether the driver was holding the
+clocks down at that moment for power (the power cap or brake) or for heat (thermal or hardware
+slowdown), from NVML's clock event reasons: 1 or 0. The
+summary gives what the result reports:
 NVML peak memory per GPU (everything on the device, the CUDA context and caching allocator
 included, so it is higher than the framework's own peak allocation), mean power, power while
 busy, energy, and the utilisation while training: the mean utilisation of each GPU over the
@@ -9,7 +12,10 @@ measured steps (from the line of the last skipped step to the last step's, as th
 clock saw them arrive), dips included, so a data pipeline that starves the GPUs between steps
 shows there while start-up, compilation and teardown do not. Without step times (a log whose
 steps the harness cannot read) the span is the first busy sample to the last, which an isolated
-busy sample during compilation stretches.
+busy sample during compilation stretches. Over the same span: the mean SM clock per GPU (beside
+its maximum) and the share of samples in which the power cap or a thermal slowdown held it
+down. A GPU at its power limit runs the same kernels slower when they follow each other without
+gaps, so two runs' kernel times compare only at equal clocks.
 
 The interval is ``HARNESS_NVIDIA_MONITOR_INTERVAL_S`` (seconds, default 1; ``0`` or ``off``
 turns the monitor off).
@@ -32,7 +38,14 @@ DEFAULT_INTERVAL_S = 1.0
 #: last sample period: compilation, data loading and start-up then stay out of the power
 #: figure that energy per token is computed from.
 BUSY_UTILIZATION_PCT = 50
-CSV_HEADER = ["time_s", "gpu", "memory_used_mib", "utilization_pct", "power_w"]
+CSV_HEADER = ["time_s", "gpu", "memory_used_mib", "utilization_pct", "power_w", "sm_clock_mhz",
+              "power_capped", "thermal_limited"]
+NVML_CLOCK_SM = 1  # nvmlClockType_t
+#: NVML's clock event ("throttle") reason bits, grouped by cause: the software power cap and the
+#: hardware power brake; software and hardware thermal slowdown, and the hardware slowdown that
+#: at least halves the clocks (heat, an external power-brake signal or a power surge).
+POWER_REASONS = 0x4 | 0x80
+THERMAL_REASONS = 0x20 | 0x40 | 0x8
 
 
 def interval_from_env(environ: dict[str, str] | None = None) -> float | None:
@@ -59,6 +72,9 @@ class Sample:
     memory_used: list[int | None]
     utilization: list[int | None]
     power_w: list[float | None]
+    #: Per GPU: the SM clock in MHz and NVML's clock event reason bits (``None``: not supported).
+    sm_clock_mhz: list[int | None] = field(default_factory=list)
+    clock_reasons: list[int | None] = field(default_factory=list)
 
 
 @dataclass
@@ -76,6 +92,12 @@ class MonitorSummary:
     training_utilization_pct: list[float | None] = field(default_factory=list)
     training_span_s: float = 0.0
     training_span_source: str | None = None
+    #: Over the training span, per GPU: mean SM clock, and the share of samples (0-100) in
+    #: which the power cap or a thermal slowdown held the clocks down; the GPU's maximum SM clock.
+    training_sm_clock_mhz: list[float | None] = field(default_factory=list)
+    training_power_capped_pct: list[float | None] = field(default_factory=list)
+    training_thermal_limited_pct: list[float | None] = field(default_factory=list)
+    max_sm_clock_mhz: list[int | None] = field(default_factory=list)
     energy_j: float | None = None
     energy_source: str | None = None
     duration_s: float = 0.0
@@ -95,6 +117,10 @@ class MonitorSummary:
             "training_utilization_pct": self.training_utilization_pct,
             "training_span_s": round(self.training_span_s, 3),
             "training_span_source": self.training_span_source,
+            "training_sm_clock_mhz": self.training_sm_clock_mhz,
+            "training_power_capped_pct": self.training_power_capped_pct,
+            "training_thermal_limited_pct": self.training_thermal_limited_pct,
+            "max_sm_clock_mhz": self.max_sm_clock_mhz,
             "energy_j": self.energy_j,
             "energy_source": self.energy_source,
         }
@@ -104,10 +130,26 @@ class MonitorSummary:
 
 
 def _try(call, *args):
+    """``call(*args)``, or None where NVML lacks the function (an older nvidia-ml-py) or the
+    device does not support the query."""
+    if call is None:
+        return None
     try:
         return call(*args)
     except Exception:  # NVML raises NVMLError_NotSupported etc. per query and device
         return None
+
+
+def _share_with(reasons: list[int | None], bits: int) -> float | None:
+    """Percent of the readings with any of ``bits`` set; None without readings."""
+    known = [r for r in reasons if r is not None]
+    return 100.0 * sum(1 for r in known if r & bits) / len(known) if known else None
+
+
+def _at(values: list, i: int):
+    """Reading ``i`` of a sample's per-GPU list; None where the sample has none (older samples
+    and tests build samples without clocks)."""
+    return values[i] if i < len(values) else None
 
 
 def _window_samples(samples: list[Sample], window: tuple[float, float], interval_s: float) -> list[Sample]:
@@ -119,12 +161,13 @@ def _window_samples(samples: list[Sample], window: tuple[float, float], interval
 
 def summarise(samples: list[Sample], gpus: list[int], interval_s: float,
               energy_j: float | None = None, energy_source: str | None = None,
-              duration_s: float = 0.0, window: tuple[float, float] | None = None) -> MonitorSummary:
+              duration_s: float = 0.0, window: tuple[float, float] | None = None,
+              max_sm_clock_mhz: list[int | None] | None = None) -> MonitorSummary:
     """Peak memory, mean power/utilisation per GPU; summed power over the busy samples;
-    utilisation over ``window`` (sample-time seconds of the measured steps) where it holds
-    samples, else from the first busy sample to the last."""
+    utilisation, SM clock and clock limits over ``window`` (sample-time seconds of the measured
+    steps) where it holds samples, else from the first busy sample to the last."""
     summary = MonitorSummary(gpus=gpus, interval_s=interval_s, samples=len(samples),
-                             duration_s=duration_s)
+                             duration_s=duration_s, max_sm_clock_mhz=list(max_sm_clock_mhz or []))
     for i in range(len(gpus)):
         memory = [s.memory_used[i] for s in samples if s.memory_used[i] is not None]
         power = [s.power_w[i] for s in samples if s.power_w[i] is not None]
@@ -152,6 +195,11 @@ def summarise(samples: list[Sample], gpus: list[int], interval_s: float,
         for i in range(len(gpus)):
             util = [s.utilization[i] for s in span if s.utilization[i] is not None]
             summary.training_utilization_pct.append(statistics.fmean(util) if util else None)
+            clocks = [c for c in (_at(s.sm_clock_mhz, i) for s in span) if c is not None]
+            summary.training_sm_clock_mhz.append(statistics.fmean(clocks) if clocks else None)
+            reasons = [_at(s.clock_reasons, i) for s in span]
+            summary.training_power_capped_pct.append(_share_with(reasons, POWER_REASONS))
+            summary.training_thermal_limited_pct.append(_share_with(reasons, THERMAL_REASONS))
     if energy_j is None and samples and all(p is not None for p in summary.mean_power_w):
         # No energy counter: integrate the sampled power over the sampled time.
         energy_j = sum(p for p in summary.mean_power_w) * duration_s  # type: ignore[misc]
@@ -177,6 +225,8 @@ class GpuMonitor:
         self._thread: threading.Thread | None = None
         self._handles: list[Any] = []
         self._energy_start: list[int | None] = []
+        self._max_sm_clock: list[int | None] = []
+        self._reasons_call = None
         self._t0 = 0.0
         self._csv = None
         self._writer = None
@@ -191,6 +241,11 @@ class GpuMonitor:
         # Millijoules since the driver loaded (Volta and newer); exact where supported.
         self._energy_start = [_try(self.nvml.nvmlDeviceGetTotalEnergyConsumption, h)
                               for h in self._handles]
+        max_clock = getattr(self.nvml, "nvmlDeviceGetMaxClockInfo", None)
+        self._max_sm_clock = [_try(max_clock, h, NVML_CLOCK_SM) for h in self._handles]
+        # nvidia-ml-py renamed "throttle reasons" to "clock event reasons" (driver 535).
+        self._reasons_call = (getattr(self.nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
+                              or getattr(self.nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
         self.csv_path.parent.mkdir(parents=True, exist_ok=True)
         self._csv = open(self.csv_path, "w", newline="", encoding="utf-8")
         self._writer = csv.writer(self._csv)
@@ -207,25 +262,32 @@ class GpuMonitor:
 
     def sample(self) -> Sample:
         nvml = self.nvml
-        memory, util, power = [], [], []
+        memory, util, power, clock, reasons = [], [], [], [], []
         for handle in self._handles:
             info = _try(nvml.nvmlDeviceGetMemoryInfo, handle)
             rates = _try(nvml.nvmlDeviceGetUtilizationRates, handle)
+            mhz = _try(getattr(nvml, "nvmlDeviceGetClockInfo", None), handle, NVML_CLOCK_SM)
+            bits = _try(self._reasons_call, handle)
             milliwatts = _try(nvml.nvmlDeviceGetPowerUsage, handle)
             memory.append(int(info.used) if info is not None else None)
             util.append(int(rates.gpu) if rates is not None else None)
             power.append(milliwatts / 1000.0 if milliwatts is not None else None)
-        sample = Sample(time.monotonic() - self._t0, memory, util, power)
+            clock.append(int(mhz) if mhz is not None else None)
+            reasons.append(int(bits) if bits is not None else None)
+        sample = Sample(time.monotonic() - self._t0, memory, util, power, clock, reasons)
         with self._record:
             if self._closed:  # a late reading of the sampler thread, after stop(): not recorded
                 return sample
             self.samples.append(sample)
             if self._writer is not None:
-                for gpu, m, u, p in zip(self.gpus, memory, util, power):
+                for gpu, m, u, p, c, r in zip(self.gpus, memory, util, power, clock, reasons):
                     self._writer.writerow([f"{sample.time_s:.3f}", gpu,
                                            "" if m is None else f"{m / 2**20:.0f}",
                                            "" if u is None else u,
-                                           "" if p is None else f"{p:.1f}"])
+                                           "" if p is None else f"{p:.1f}",
+                                           "" if c is None else c,
+                                           "" if r is None else int(bool(r & POWER_REASONS)),
+                                           "" if r is None else int(bool(r & THERMAL_REASONS))])
                 self._csv.flush()
         return sample
 
@@ -247,4 +309,5 @@ class GpuMonitor:
             energy = sum(e - s for s, e in zip(self._energy_start, ends)) / 1000.0  # type: ignore[operator]
             source = "NVML total energy counter"
         relative = (window[0] - self._t0, window[1] - self._t0) if window else None
-        return summarise(self.samples, self.gpus, self.interval_s, energy, source, duration, relative)
+        return summarise(self.samples, self.gpus, self.interval_s, energy, source, duration, relative,
+                         max_sm_clock_mhz=self._max_sm_clock)

@@ -91,6 +91,22 @@ def test_summary_shows_the_device_utilisation_over_the_training_span():
     assert "device utilisation" not in buffer.getvalue()
 
 
+def test_summary_shows_the_slowest_gpus_clock_and_how_often_it_was_held_down():
+    result = make_result("clock-run", value=100.0)
+    result.device_metrics = {"training_sm_clock_mhz": [1812.4, 1755.0], "max_sm_clock_mhz": [1980, 1980],
+                             "training_power_capped_pct": [40.0, 62.5],
+                             "training_thermal_limited_pct": [0.0, 0.0]}
+    report = SimpleNamespace(result=result, run_dir=Path("/r"), legacy_path=Path("/r/index/x"))
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=200, force_terminal=False))
+    assert ("SM 1,755 MHz mean while training, lowest of 2 (max 1,980); power cap 62% of samples, "
+            "thermal or hardware slowdown 0% of samples") in buffer.getvalue()
+    result.device_metrics = {"training_sm_clock_mhz": [None]}  # the queries unsupported: no row
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=200, force_terminal=False))
+    assert "device clocks" not in buffer.getvalue()
+
+
 def test_summary_names_where_the_modified_keys_were_set():
     result = make_result("modified-run", value=100.0)
     result.modified = ["learning_rate", "max_steps", "skip_steps"]

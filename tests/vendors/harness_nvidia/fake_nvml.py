@@ -19,6 +19,9 @@ class FakeGpu:
     util: list[int] = field(default_factory=lambda: [100])
     power_mw: list[int] = field(default_factory=lambda: [500_000])
     energy_mj: list[int] | None = None  # successive total-energy readings; None: not supported
+    sm_clock_mhz: list[int] = field(default_factory=lambda: [1980])
+    max_sm_clock_mhz: int = 1980
+    clock_reasons: list[int] | None = field(default_factory=lambda: [0])  # None: not supported
     nvlinks: int = 0
     capability: tuple[int, int] | None = (9, 0)  # None: the NVML call raises (old driver)
     reads: int = 0
@@ -58,6 +61,19 @@ def make_fake_nvml(gpus: list[FakeGpu], *, driver: str = "580.159.04", cuda: int
         gpu.reads += 1  # power is read last in a sample: the next sample reads the next values
         return value
 
+    def clock(gpu, kind):
+        assert kind == 1  # NVML_CLOCK_SM
+        return gpu.next(gpu.sm_clock_mhz)
+
+    def max_clock(gpu, kind):
+        assert kind == 1
+        return gpu.max_sm_clock_mhz
+
+    def clock_reasons(gpu):
+        if gpu.clock_reasons is None:
+            raise NVMLError("Not Supported")
+        return gpu.next(gpu.clock_reasons)
+
     def energy(gpu):
         if gpu.energy_mj is None:
             raise NVMLError("Not Supported")
@@ -86,6 +102,9 @@ def make_fake_nvml(gpus: list[FakeGpu], *, driver: str = "580.159.04", cuda: int
     nvml.nvmlDeviceGetUtilizationRates = utilization
     nvml.nvmlDeviceGetPowerUsage = power
     nvml.nvmlDeviceGetTotalEnergyConsumption = energy
+    nvml.nvmlDeviceGetClockInfo = clock
+    nvml.nvmlDeviceGetMaxClockInfo = max_clock
+    nvml.nvmlDeviceGetCurrentClocksEventReasons = clock_reasons
     nvml.nvmlDeviceGetNvLinkState = nvlink_state
     nvml.nvmlDeviceGetCudaComputeCapability = compute_capability
     nvml.nvmlSystemGetDriverVersion = lambda: driver.encode()  # old pynvml returns bytes

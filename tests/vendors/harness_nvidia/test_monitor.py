@@ -92,12 +92,62 @@ def test_monitor_samples_fake_nvml_and_writes_csv(tmp_path):
     rows = list(csv.reader(open(tmp_path / "monitor.csv", encoding="utf-8")))
     assert rows[0] == CSV_HEADER
     assert len(rows) - 1 == summary.samples >= 3
-    assert rows[1][1:] == ["0", "1024", "0", "100.0"]
+    assert rows[1][1:] == ["0", "1024", "0", "100.0", "1980", "0", "0"]
     assert summary.peak_memory_bytes == [3 << 30]
     # Exact energy from NVML's counter: (1,900,000 - 1,000,000) mJ.
     assert summary.energy_j == pytest.approx(900.0)
     assert summary.energy_source == "NVML total energy counter"
     assert summary.busy_power_w == pytest.approx(650.0, rel=0.1)
+
+
+def test_clocks_and_their_limits_over_the_training_span_by_hand():
+    # One GPU at 1 s: idle start-up at full clock, then training (window 1.0-4.0 s: the samples
+    # at 2, 3 and 4 s) with the power cap on twice and a thermal slowdown once.
+    samples = [Sample(0.0, [1], [0], [90.0], [1980], [0x1]),          # idle: not in the window
+               Sample(1.0, [1], [99], [690.0], [1830], [0x0]),        # one interval after opening: out
+               Sample(2.0, [1], [99], [700.0], [1755], [0x4]),        # software power cap
+               Sample(3.0, [1], [99], [700.0], [1740], [0x4 | 0x40]),  # power cap and HW thermal
+               Sample(4.0, [1], [99], [660.0], [1800], [0x0])]
+    s = summarise(samples, gpus=[0], interval_s=1.0, window=(1.0, 4.0), max_sm_clock_mhz=[1980])
+    assert s.training_sm_clock_mhz == [pytest.approx((1755 + 1740 + 1800) / 3)]
+    assert s.training_power_capped_pct == [pytest.approx(200 / 3)]
+    assert s.training_thermal_limited_pct == [pytest.approx(100 / 3)]
+    extras = s.as_extras("monitor.csv")
+    assert extras["max_sm_clock_mhz"] == [1980]
+    assert extras["training_power_capped_pct"] == s.training_power_capped_pct
+    # Samples without clock readings (an NVML without the queries) give None, not an error.
+    bare = [Sample(float(t), [1], [99], [600.0]) for t in range(5)]
+    b = summarise(bare, gpus=[0], interval_s=1.0, window=(1.0, 4.0))
+    assert b.training_sm_clock_mhz == [None] and b.training_power_capped_pct == [None]
+    assert b.max_sm_clock_mhz == []
+
+
+def test_monitor_records_clocks_and_limit_flags_in_the_csv(tmp_path):
+    gpu = FakeGpu(util=[0, 100, 100], sm_clock_mhz=[1980, 1755, 1700],
+                  clock_reasons=[0x1, 0x4, 0x4 | 0x20], max_sm_clock_mhz=1980)
+    monitor = GpuMonitor(make_fake_nvml([gpu]), [0], 0.01, tmp_path / "monitor.csv").start()
+    import time
+
+    time.sleep(0.1)
+    summary = monitor.stop()
+    rows = list(csv.DictReader(open(tmp_path / "monitor.csv", encoding="utf-8")))
+    assert [(r["sm_clock_mhz"], r["power_capped"], r["thermal_limited"]) for r in rows[:3]] == [
+        ("1980", "0", "0"), ("1755", "1", "0"), ("1700", "1", "1")]
+    # No step window: the span is the busy samples, which all read 1700 MHz after the second.
+    assert summary.training_sm_clock_mhz[0] == pytest.approx(1700, abs=55)
+    assert summary.training_power_capped_pct == [pytest.approx(100.0)]
+    assert summary.max_sm_clock_mhz == [1980]
+
+
+def test_monitor_without_clock_queries_leaves_their_columns_empty(tmp_path):
+    nvml = make_fake_nvml([FakeGpu(clock_reasons=None)])  # reasons "Not Supported"
+    del nvml.nvmlDeviceGetClockInfo, nvml.nvmlDeviceGetMaxClockInfo  # an older nvidia-ml-py
+    monitor = GpuMonitor(nvml, [0], 0.01, tmp_path / "monitor.csv").start()
+    summary = monitor.stop()
+    rows = list(csv.DictReader(open(tmp_path / "monitor.csv", encoding="utf-8")))
+    assert {(r["sm_clock_mhz"], r["power_capped"], r["thermal_limited"]) for r in rows} == {("", "", "")}
+    assert summary.max_sm_clock_mhz == [None]
+    assert summary.as_extras("monitor.csv")["training_power_capped_pct"] in ([], [None])
 
 
 class InnerExecute:
