@@ -9,8 +9,9 @@ Each framework runs through ``harness run --vendor nvidia --json`` with the vend
 config for that framework (bf16, the same micro batch, no recompute, flash attention through
 scaled_dot_product_attention in both); a memory planner may still shrink one side's micro
 batch, so unequal (micro batch, global batch) stops it before the table. The table
-gives tokens/s, MFU, the framework's and NVML's peak memory, step-time CV and energy per token,
-then the PyTorch/Megatron ratio. ``--json-out`` writes the table and the two result files.
+gives tokens/s, MFU, the framework's and NVML's peak memory, step-time CV, energy per token and
+the GPU's mean SM clock and share of samples at its power cap over the measured steps, then the
+PyTorch/Megatron ratio. ``--json-out`` writes the table and the two result files.
 """
 
 from __future__ import annotations
@@ -58,8 +59,22 @@ def row(result: dict) -> dict:
         "peak_memory_gib": (result.get("peak_memory_bytes") or 0) / 2**30 or None,
         "nvml_peak_memory_gib": (metrics.get("nvml_peak_memory_bytes_max") or 0) / 2**30 or None,
         "energy_j_per_token": eff.get("energy_per_unit_j"),
+        # The GPU's clocks over the measured steps (NVML, the nvidia vendor's monitor): at its
+        # power cap the same kernels run slower when fewer gaps separate them.
+        "sm_clock_mhz": _lowest(metrics.get("training_sm_clock_mhz")),
+        "power_capped_pct": _highest(metrics.get("training_power_capped_pct")),
         "run_id": result["run_id"],
     }
+
+
+def _lowest(values) -> float | None:
+    known = [v for v in values or [] if v is not None]
+    return min(known) if known else None
+
+
+def _highest(values) -> float | None:
+    known = [v for v in values or [] if v is not None]
+    return max(known) if known else None
 
 
 def fmt(value, spec: str) -> str:
@@ -86,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
                          "pass --set micro_batch_size=N to pin it")
     rows = [row(results[fw]) for fw in FRAMEWORKS]
     header = (f"{'framework':<22} {'status':<8} {'tokens/s':>10} {'MFU':>6} {'step ms':>8} "
-              f"{'CV':>6} {'peak GiB':>9} {'NVML GiB':>9} {'J/token':>8}")
+              f"{'CV':>6} {'peak GiB':>9} {'NVML GiB':>9} {'J/token':>8} {'SM MHz':>7} {'capped':>7}")
     print(f"\n{args.case}: PyTorch plugin vs Megatron-core, {args.max_steps} steps, "
           f"first {args.skip_steps} skipped")
     print(header)
@@ -94,7 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{r['framework']:<22} {r['status']:<8} {fmt(r['tokens_per_s'], ',.0f'):>10} "
               f"{fmt(r['mfu'], '.1%'):>6} {fmt(r['step_ms_median'], '.1f'):>8} "
               f"{fmt(r['step_time_cv'], '.1%'):>6} {fmt(r['peak_memory_gib'], '.1f'):>9} "
-              f"{fmt(r['nvml_peak_memory_gib'], '.1f'):>9} {fmt(r['energy_j_per_token'], '.4f'):>8}")
+              f"{fmt(r['nvml_peak_memory_gib'], '.1f'):>9} {fmt(r['energy_j_per_token'], '.4f'):>8} "
+              f"{fmt(r['sm_clock_mhz'], ',.0f'):>7} {fmt(r['power_capped_pct'], '.0f'):>6}%")
     ratio = None
     if rows[0]["tokens_per_s"] and rows[1]["tokens_per_s"]:
         ratio = rows[0]["tokens_per_s"] / rows[1]["tokens_per_s"]
