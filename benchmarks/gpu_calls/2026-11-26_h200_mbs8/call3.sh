@@ -12,4 +12,4 @@ HARNESS_PROFILE_STEPS=5 step side_by_side_8x1 200 python3 benchmarks/bench_gpt_p
   --output results --json-out $OUT/side_by_side_gpt3_1.3B_8x1.json
 for f in /tmp/side_by_side_8x8.out /tmp/side_by_side_8x1.out; do grep -A3 "^framework" $f; done
 profiles > $OUT/profiles.txt; grep "busy\|kernel time" $OUT/profiles.txt
-mkdir -p $OUT/monitor && for d in results/*/; do cp $d/monitor.csv $OUT/monitor/$(basename $d).monitor.csv; done
+tar czf $OUT/monitors.tgz results/*/monitor.csv
