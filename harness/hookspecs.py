@@ -389,7 +389,13 @@ def execute(
     their devices while the processes run and add measurements to ``outcome.extras``.
     A vendor that measures power puts the mean power of all devices together, in watts,
     while they were busy training, under ``outcome.extras["busy_power_w"]``; the core turns it
-    into energy per token/sample (``result.efficiency.energy_per_unit_j``).
+    into energy per token/sample (``result.efficiency.energy_per_unit_j``). The run summary
+    also shows, where a vendor gives them per device over the measured steps:
+    ``training_utilization_pct`` (with ``training_span_s``, and ``training_span_source`` saying
+    what bounds the span), and ``training_sm_clock_mhz`` (mean clock, beside
+    ``max_sm_clock_mhz``) with ``training_power_capped_pct`` and
+    ``training_thermal_limited_pct`` (percent of samples in which power or heat held the
+    clock down); every extra lands in ``result.device_metrics``.
 
     Example (a vendor's wrapper)::
 
