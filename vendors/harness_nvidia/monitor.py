@@ -3,8 +3,7 @@
 Each sample is one CSV row per GPU (``monitor.csv`` in the run folder): seconds since start,
 GPU index, memory used, utilisation, power, the SM clock, and whether the driver was holding the
 clocks down at that moment for power (the power cap or brake) or for heat (thermal or hardware
-slowdown), from NVML's clock event reasons: 1 or 0. The
-summary gives what the result reports:
+slowdown), from NVML's clock event reasons: 1 or 0. The summary gives what the result reports:
 NVML peak memory per GPU (everything on the device, the CUDA context and caching allocator
 included, so it is higher than the framework's own peak allocation), mean power, power while
 busy, energy, and the utilisation while training: the mean utilisation of each GPU over the
@@ -13,8 +12,8 @@ clock saw them arrive), dips included, so a data pipeline that starves the GPUs 
 shows there while start-up, compilation and teardown do not. Without step times (a log whose
 steps the harness cannot read) the span is the first busy sample to the last, which an isolated
 busy sample during compilation stretches. Over the same span: the mean SM clock per GPU (beside
-its maximum) and the share of samples in which the power cap or a thermal slowdown held it
-down. A GPU at its power limit runs the same kernels slower when they follow each other without
+its maximum) and the share of samples in which the power cap, or a thermal or hardware
+slowdown, held it down. A GPU at its power limit runs the same kernels slower when they follow each other without
 gaps, so two runs' kernel times compare only at equal clocks.
 
 The interval is ``HARNESS_NVIDIA_MONITOR_INTERVAL_S`` (seconds, default 1; ``0`` or ``off``
@@ -226,7 +225,7 @@ class GpuMonitor:
         self._handles: list[Any] = []
         self._energy_start: list[int | None] = []
         self._max_sm_clock: list[int | None] = []
-        self._reasons_call = None
+        self._clock_call = self._reasons_call = None
         self._t0 = 0.0
         self._csv = None
         self._writer = None
@@ -243,6 +242,7 @@ class GpuMonitor:
                               for h in self._handles]
         max_clock = getattr(self.nvml, "nvmlDeviceGetMaxClockInfo", None)
         self._max_sm_clock = [_try(max_clock, h, NVML_CLOCK_SM) for h in self._handles]
+        self._clock_call = getattr(self.nvml, "nvmlDeviceGetClockInfo", None)
         # nvidia-ml-py renamed "throttle reasons" to "clock event reasons" (driver 535).
         self._reasons_call = (getattr(self.nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)
                               or getattr(self.nvml, "nvmlDeviceGetCurrentClocksThrottleReasons", None))
@@ -266,7 +266,7 @@ class GpuMonitor:
         for handle in self._handles:
             info = _try(nvml.nvmlDeviceGetMemoryInfo, handle)
             rates = _try(nvml.nvmlDeviceGetUtilizationRates, handle)
-            mhz = _try(getattr(nvml, "nvmlDeviceGetClockInfo", None), handle, NVML_CLOCK_SM)
+            mhz = _try(self._clock_call, handle, NVML_CLOCK_SM)
             bits = _try(self._reasons_call, handle)
             milliwatts = _try(nvml.nvmlDeviceGetPowerUsage, handle)
             memory.append(int(info.used) if info is not None else None)
