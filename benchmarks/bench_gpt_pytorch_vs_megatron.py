@@ -61,20 +61,15 @@ def row(result: dict) -> dict:
         "energy_j_per_token": eff.get("energy_per_unit_j"),
         # The GPU's clocks over the measured steps (NVML, the nvidia vendor's monitor): at its
         # power cap the same kernels run slower when fewer gaps separate them.
-        "sm_clock_mhz": _lowest(metrics.get("training_sm_clock_mhz")),
-        "power_capped_pct": _highest(metrics.get("training_power_capped_pct")),
+        "sm_clock_mhz": min(_known(metrics.get("training_sm_clock_mhz")), default=None),
+        "power_capped_pct": max(_known(metrics.get("training_power_capped_pct")), default=None),
         "run_id": result["run_id"],
     }
 
 
-def _lowest(values) -> float | None:
-    known = [v for v in values or [] if v is not None]
-    return min(known) if known else None
-
-
-def _highest(values) -> float | None:
-    known = [v for v in values or [] if v is not None]
-    return max(known) if known else None
+def _known(values) -> list[float]:
+    """A per-GPU list's readings, without the GPUs that gave none."""
+    return [v for v in values or [] if v is not None]
 
 
 def fmt(value, spec: str) -> str:
