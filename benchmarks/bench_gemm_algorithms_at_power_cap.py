@@ -32,7 +32,7 @@ import cublaslt_gelu as lt  # noqa: E402
 from cuda_timing import gpt_shape_arguments, write_rows  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
-_CUDA_R_16BF = 14
+_CUDA_R_16BF = lt._CUDA_TYPES[torch.bfloat16]
 _ALGO_CONFIG = {"id": (0, ctypes.c_int32), "tile": (1, ctypes.c_uint32), "splitk": (2, ctypes.c_int32),
                 "stages": (6, ctypes.c_uint32), "cluster": (8, ctypes.c_uint16)}
 
@@ -161,8 +161,8 @@ def main() -> None:
         parser.add_argument("--warm-s", type=float, default=0.5, help="untimed seconds per candidate")
         parser.add_argument("--measure-s", type=float, default=1.5, help="timed seconds per candidate")
 
-    opts = args = gpt_shape_arguments(__doc__.split("\n\n")[0], "bench_gemm_algorithms_at_power_cap.py",
-                                      GPT3_SIZES, add_more)
+    args = gpt_shape_arguments(__doc__.split("\n\n")[0], "bench_gemm_algorithms_at_power_cap.py",
+                               GPT3_SIZES, add_more, repeats=False)
     p = gpt3_case(args.model).params
     h, tokens = p["hidden_size"], args.micro_batch * p["seq_len"]
     ffn = p["ffn_multiplier"] * h
@@ -200,7 +200,7 @@ def main() -> None:
         }
         flops = 2 * tokens * k * n
         for op, (torch_fn, spec, operands) in products.items():
-            product = Product(lib, handle, workspace, count=opts.algos, **spec)
+            product = Product(lib, handle, workspace, count=args.algos, **spec)
             reference_out = operands[2]
             if op.startswith("weight"):
                 dw.zero_()
@@ -219,7 +219,7 @@ def main() -> None:
                 torch.cuda.synchronize()
                 got = reference_out.float()
                 error = float((got - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
-                stats = sustained(fn, meter, opts.warm_s, opts.measure_s)
+                stats = sustained(fn, meter, args.warm_s, args.measure_s)
                 row = {"linear": name, "product": op, "algorithm": label, "config": what,
                        "ms": round(stats["ms"], 4), "tflops": round(flops / stats["ms"] / 1e9, 1),
                        "tflop_per_joule": round(flops / stats["joules_per_call"] / 1e12, 3),

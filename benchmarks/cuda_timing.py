@@ -26,16 +26,18 @@ def median_ms(fn, repeats: int, warmup: int = 3) -> float:
     return statistics.median(times)
 
 
-def gpt_shape_arguments(description: str, script: str, models, add_more=None) -> argparse.Namespace:
+def gpt_shape_arguments(description: str, script: str, models, add_more=None,
+                        repeats: bool = True) -> argparse.Namespace:
     """The command line of a benchmark timed at one GPT case's shapes (``--model``,
-    ``--micro-batch``, ``--repeats``, ``--json-out``, and what ``add_more(parser)`` adds);
-    exits unless a CUDA GPU is present."""
+    ``--micro-batch``, ``--repeats`` unless ``repeats`` is false, ``--json-out``, and what
+    ``add_more(parser)`` adds); exits unless a CUDA GPU is present."""
     parser = argparse.ArgumentParser(description=description)
     if add_more is not None:
         add_more(parser)
     parser.add_argument("--model", choices=sorted(models), default="gpt3_1.3B")
     parser.add_argument("--micro-batch", type=int, default=16, help="sequences of the case's length")
-    parser.add_argument("--repeats", type=int, default=20)
+    if repeats:
+        parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--json-out", type=Path)
     args = parser.parse_args()
     if not torch.cuda.is_available():
