@@ -19,7 +19,6 @@ candidate's result must match torch's to bf16 rounding, or the row says so.
 
 from __future__ import annotations
 
-import ctypes
 import math
 import sys
 import time
@@ -28,77 +27,29 @@ from pathlib import Path
 import torch
 
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1] / "plugins")]
-import cublaslt_gelu as lt  # noqa: E402
+import cublaslt  # noqa: E402
 from cuda_timing import gpt_shape_arguments, write_rows  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
-
-_CUDA_R_16BF = lt._CUDA_TYPES[torch.bfloat16]
-_ALGO_CONFIG = {"id": (0, ctypes.c_int32), "tile": (1, ctypes.c_uint32), "splitk": (2, ctypes.c_int32),
-                "stages": (6, ctypes.c_uint32), "cluster": (8, ctypes.c_uint16)}
 
 
 class Product:
     """One column-major cuBLASLt product D (m x n) = op(A) op(B) [+ D], bf16 inputs, with the
     heuristic's first ``count`` algorithms."""
 
-    def __init__(self, lib, handle, workspace, *, transa, transb, m, n, k, a_shape, b_shape,
+    def __init__(self, lt: cublaslt.CublasLt, *, transa, transb, m, n, k, a_shape, b_shape,
                  out_dtype, accumulate, count):
-        self.lib, self.handle, self.workspace = lib, handle, workspace
-        self.accumulate = accumulate
-        desc = ctypes.c_void_p()
-        check(lib.cublasLtMatmulDescCreate(ctypes.byref(desc), lt._COMPUTE_32F, lt._R_32F), "DescCreate")
-        for attribute, value in ((lt._TRANSA, transa), (lt._TRANSB, transb)):
-            v = ctypes.c_int32(value)
-            check(lib.cublasLtMatmulDescSetAttribute(desc, attribute, ctypes.byref(v), ctypes.sizeof(v)),
-                  "DescSetAttribute")
-        out_type = lt._R_32F if out_dtype == torch.float32 else _CUDA_R_16BF
-        self.a_layout = layout(lib, _CUDA_R_16BF, *a_shape)
-        self.b_layout = layout(lib, _CUDA_R_16BF, *b_shape)
-        self.d_layout = layout(lib, out_type, m, n, m)
-        self.desc = desc
-        pref = ctypes.c_void_p()
-        check(lib.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)), "PreferenceCreate")
-        size = ctypes.c_uint64(lt.WORKSPACE_BYTES)
-        check(lib.cublasLtMatmulPreferenceSetAttribute(pref, lt._PREF_MAX_WORKSPACE_BYTES, ctypes.byref(size),
-                                                       ctypes.sizeof(size)), "PreferenceSetAttribute")
-        results, found = (lt._Heuristic * count)(), ctypes.c_int(0)
-        check(lib.cublasLtMatmulAlgoGetHeuristic(handle, desc, self.a_layout, self.b_layout, self.d_layout,
-                                                 self.d_layout, pref, count, ctypes.byref(results), ctypes.byref(found)),
-              "AlgoGetHeuristic")
-        lib.cublasLtMatmulPreferenceDestroy(pref)
-        self.algos = [results[i] for i in range(found.value) if results[i].state == 0]
+        self.lt, self.beta = lt, 1.0 if accumulate else 0.0
+        self.desc = lt.descriptor(transa, transb)
+        bf16 = cublaslt.CUDA_TYPES[torch.bfloat16]
+        self.layouts = (lt.layout(bf16, *a_shape), lt.layout(bf16, *b_shape),
+                        lt.layout(cublaslt.CUDA_TYPES[out_dtype], m, n, m))
+        self.algos = lt.heuristics(self.desc, *self.layouts, count=count)
 
     def describe(self, index: int) -> str:
-        algo = self.algos[index].algo
-        parts = []
-        for name, (attribute, kind) in _ALGO_CONFIG.items():
-            value, written = kind(0), ctypes.c_size_t(0)
-            status = self.lib.cublasLtMatmulAlgoConfigGetAttribute(
-                ctypes.byref(algo), attribute, ctypes.byref(value), ctypes.sizeof(value), ctypes.byref(written))
-            parts.append(f"{name}={value.value if status == 0 else '?'}")
-        return " ".join(parts)
+        return self.lt.describe(self.algos[index].algo)
 
     def run(self, index: int, a: torch.Tensor, b: torch.Tensor, d: torch.Tensor) -> None:
-        one, beta = ctypes.c_float(1.0), ctypes.c_float(1.0 if self.accumulate else 0.0)
-        check(self.lib.cublasLtMatmul(
-            self.handle, self.desc, ctypes.byref(one), ctypes.c_void_p(a.data_ptr()), self.a_layout,
-            ctypes.c_void_p(b.data_ptr()), self.b_layout, ctypes.byref(beta),
-            ctypes.c_void_p(d.data_ptr()), self.d_layout, ctypes.c_void_p(d.data_ptr()), self.d_layout,
-            ctypes.byref(self.algos[index].algo), ctypes.c_void_p(self.workspace.data_ptr()),
-            ctypes.c_size_t(lt.WORKSPACE_BYTES), ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)),
-            "Matmul")
-
-
-def check(status: int, what: str) -> None:
-    if status != 0:
-        raise RuntimeError(f"cublasLt{what} failed with status {status}")
-
-
-def layout(lib, dtype: int, rows: int, cols: int, ld: int) -> ctypes.c_void_p:
-    handle = ctypes.c_void_p()
-    check(lib.cublasLtMatrixLayoutCreate(ctypes.byref(handle), dtype, ctypes.c_uint64(rows),
-                                         ctypes.c_uint64(cols), ctypes.c_int64(ld)), "MatrixLayoutCreate")
-    return handle
+        self.lt.matmul(self.desc, self.layouts, self.algos[index].algo, a, b, d, beta=self.beta)
 
 
 class PowerMeter:
@@ -167,12 +118,7 @@ def main() -> None:
     h, tokens = p["hidden_size"], args.micro_batch * p["seq_len"]
     ffn = p["ffn_multiplier"] * h
     dev, dt = torch.device("cuda"), torch.bfloat16
-    lib = lt._load()
-    lib.cublasLtMatmulAlgoConfigGetAttribute.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p,
-                                                         ctypes.c_size_t, ctypes.c_void_p]
-    handle = ctypes.c_void_p()
-    check(lib.cublasLtCreate(ctypes.byref(handle)), "Create")
-    workspace = torch.empty(lt.WORKSPACE_BYTES, dtype=torch.uint8, device=dev)
+    lt = cublaslt.CublasLt(dev)
     meter = PowerMeter()
     torch.manual_seed(0)
     rows = []
@@ -200,25 +146,19 @@ def main() -> None:
         }
         flops = 2 * tokens * k * n
         for op, (torch_fn, spec, operands) in products.items():
-            product = Product(lib, handle, workspace, count=args.algos, **spec)
-            reference_out = operands[2]
-            if op.startswith("weight"):
-                dw.zero_()
-                torch_fn()
-                expected = dw.clone()
-            else:
-                torch_fn()
-                expected = reference_out.float().clone()
+            product = Product(lt, count=args.algos, **spec)
+            out = operands[2]
+            out.zero_()  # the weight gradient accumulates into it; the others overwrite it
+            torch_fn()
+            expected = out.float().clone()
             candidates = [("torch", torch_fn, "cuBLAS's choice")]
             for i in range(len(product.algos)):
                 candidates.append((f"lt{i}", (lambda i=i: product.run(i, *operands)), product.describe(i)))
             for label, fn, what in candidates:
-                if op.startswith("weight"):
-                    dw.zero_()
+                out.zero_()
                 fn()
                 torch.cuda.synchronize()
-                got = reference_out.float()
-                error = float((got - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
+                error = float((out.float() - expected).abs().max() / expected.abs().max().clamp_min(1e-6))
                 stats = sustained(fn, meter, args.warm_s, args.measure_s)
                 row = {"linear": name, "product": op, "algorithm": label, "config": what,
                        "ms": round(stats["ms"], 4), "tflops": round(flops / stats["ms"] / 1e9, 1),

@@ -13,8 +13,8 @@ shows there while start-up, compilation and teardown do not. Without step times 
 steps the harness cannot read) the span is the first busy sample to the last, which an isolated
 busy sample during compilation stretches. Over the same span: the mean SM clock per GPU (beside
 its maximum) and the share of samples in which the power cap, or a thermal or hardware
-slowdown, held it down. A GPU at its power limit runs the same kernels slower when they follow each other without
-gaps, so two runs' kernel times compare only at equal clocks.
+slowdown, held it down. A GPU at its power limit runs the same kernels slower when they follow
+each other without gaps, so two runs' kernel times compare only at equal clocks.
 
 The interval is ``HARNESS_NVIDIA_MONITOR_INTERVAL_S`` (seconds, default 1; ``0`` or ``off``
 turns the monitor off).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import sys
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -80,14 +81,21 @@ def test_summary_without_busy_samples_has_no_busy_power():
     assert s.training_utilization_pct == [] and s.training_span_s == 0.0
 
 
+def wait_for_samples(monitor: GpuMonitor, count: int, limit_s: float = 30.0) -> GpuMonitor:
+    """Until the sampler thread has taken ``count`` samples (polled, not a fixed sleep, so a
+    loaded machine only makes it slower); fails after ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while len(monitor.samples) < count:
+        assert time.monotonic() < deadline, f"{len(monitor.samples)} samples after {limit_s} s"
+        time.sleep(0.01)
+    return monitor
+
+
 def test_monitor_samples_fake_nvml_and_writes_csv(tmp_path):
     gpus = [FakeGpu(used=[1 << 30, 3 << 30, 2 << 30], util=[0, 100, 100],
                     power_mw=[100_000, 600_000, 650_000], energy_mj=[1_000_000, 1_900_000])]
     nvml = make_fake_nvml(gpus)
-    monitor = GpuMonitor(nvml, [0], 0.01, tmp_path / "monitor.csv").start()
-    import time
-
-    time.sleep(0.1)
+    monitor = wait_for_samples(GpuMonitor(nvml, [0], 0.01, tmp_path / "monitor.csv").start(), 3)
     summary = monitor.stop()
     rows = list(csv.reader(open(tmp_path / "monitor.csv", encoding="utf-8")))
     assert rows[0] == CSV_HEADER
@@ -125,10 +133,7 @@ def test_clocks_and_their_limits_over_the_training_span_by_hand():
 def test_monitor_records_clocks_and_limit_flags_in_the_csv(tmp_path):
     gpu = FakeGpu(util=[0, 100, 100], sm_clock_mhz=[1980, 1755, 1700],
                   clock_reasons=[0x1, 0x4, 0x4 | 0x20], max_sm_clock_mhz=1980)
-    monitor = GpuMonitor(make_fake_nvml([gpu]), [0], 0.01, tmp_path / "monitor.csv").start()
-    import time
-
-    time.sleep(0.1)
+    monitor = wait_for_samples(GpuMonitor(make_fake_nvml([gpu]), [0], 0.01, tmp_path / "monitor.csv").start(), 3)
     summary = monitor.stop()
     rows = list(csv.DictReader(open(tmp_path / "monitor.csv", encoding="utf-8")))
     assert [(r["sm_clock_mhz"], r["power_capped"], r["thermal_limited"]) for r in rows[:3]] == [
@@ -158,8 +163,6 @@ class InnerExecute:
 
     @hookimpl
     def execute(self, context, launch, log_path, observer):
-        import time
-
         time.sleep(0.05)
         now = datetime.now(timezone.utc)
         return ProcessOutcome(status="success", exit_code=0, log_path=str(log_path),
