@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
 import torch
 
 PLUGINS = Path(__file__).resolve().parents[1] / "plugins"
-sys.path[:0] = [str(PLUGINS / "harness_pytorch" / "scripts"), str(PLUGINS), str(Path(__file__).resolve().parent)]
+sys.path[:0] = [str(PLUGINS / "harness_pytorch" / "scripts"), str(PLUGINS)]
 import grad_accumulate  # noqa: E402
-from cuda_timing import median_ms  # noqa: E402
 from harness_cases.gpt_cases import GPT3_SIZES, gpt3_case  # noqa: E402
 
 
@@ -34,6 +34,21 @@ def matrix_sizes(case: str) -> list[int]:
     p = gpt3_case(case).params
     h, ffn = p["hidden_size"], p["ffn_multiplier"] * p["hidden_size"]
     return [3 * h * h, h * h, ffn * h, h * ffn] * p["num_layers"] + [p["vocab_size"] * h]
+
+
+def median_ms(fn, repeats: int, warmup: int) -> float:
+    """The median milliseconds of ``fn()`` on the current stream over ``repeats`` timed calls,
+    after ``warmup`` untimed ones (compilation, autotuning, allocator growth)."""
+    times = []
+    for i in range(repeats + warmup):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        torch.cuda.synchronize()
+        if i >= warmup:
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
 
 
 def time_pass(add, slices, grads, repeats: int) -> float:

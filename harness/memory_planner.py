@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 GIB = 2**30
 PLANNER_SOURCE = "memory-planner"
 # What the framework's allocator cannot hand out: CUDA context, library workspaces, cached
-# but fragmented blocks. Measured 2026-11-21 on one H200: 129.6 GiB allocated at the peak,
-# 134.8 GiB used by NVML (3.7% more); 5%, at least 2 GiB, keeps a margin above that.
+# but fragmented blocks. NVML's reading of device memory used at the peak runs a few percent
+# above the allocator's peak (BENCHMARKS.md, memory columns); 5%, at least 2 GiB, keeps a
+# margin above that.
 RESERVE_FRACTION = 0.05
 RESERVE_MIN_BYTES = 2 * GIB
 

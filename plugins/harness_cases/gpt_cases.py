@@ -84,7 +84,7 @@ def gpt3_case(name: str) -> CaseSpec:
             # the matrix product, except in fp8 (torchao's linears): Megatron-LM's gradient
             # accumulation fusion, which the Megatron-core plugin has only where apex's
             # extension is installed. Off by default: vendors turn it on where it measured
-            # faster (nvidia: gpt3_1.3B and gpt3_6.7B, BENCHMARKS.md 2026-11-26).
+            # faster (nvidia: gpt3_1.3B and gpt3_6.7B).
             "gradient_accumulation_fusion": False,
             "sharding_stage": 0, "sharding_degree": 0,
             "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,

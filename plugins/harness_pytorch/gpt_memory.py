@@ -18,11 +18,10 @@ parameter count from the model's shape (tied embeddings counted once). Component
 - the output head: logits and their fp32 copy and gradient, ``LOGIT_BYTES`` per token and
   vocabulary entry (b·s·V) when compiled, ``LOGIT_BYTES_EAGER`` when not (``compile = false``).
 
-The coefficients are fitted to measured peaks, not derived: on one H200, 2026-11-23, gpt3_6.7B
-at micro batch 2 peaked at 129.55 GiB allocated with fp32 parameters and 128.53 GiB with
-``master_weights=optimizer``, gpt3_1.3B at micro batch 8 at 49.56 and 48.00 GiB, and at micro
-batch 16 (optimizer) at 73.69 GiB; every one is within 1% of its estimate. BENCHMARKS.md keeps
-estimate against measured peak for every GPT run (H100 and H200).
+The coefficients are fitted to measured peaks, not derived: gpt3_6.7B at micro batch 2 and
+gpt3_1.3B at micro batch 8 and 16, with fp32 parameters and with ``master_weights=optimizer``
+(tests/plugins/harness_pytorch/test_gpt_memory.py keeps those peaks and the tolerance every
+estimate meets).
 """
 
 from __future__ import annotations
@@ -36,7 +35,7 @@ from harness_cases.gpt_flops import gpt_parameter_count
 # for "none" (two sizes, micro batches 2-16); "selective" and "full" are estimates, unmeasured.
 ACTIVATION_BYTES = {"none": 35.4, "selective": 14.0, "full": 4.0}
 # A residual stream in the compute dtype (master_weights=optimizer) saves its bf16 values for
-# the LayerNorms' backward instead of fp32: 2 bytes less per b·s·h·L (fitted: 33.4 measured).
+# the LayerNorms' backward instead of fp32: 2 bytes less per b·s·h·L (the fit agrees).
 COMPUTE_RESIDUAL_SAVING = 2.0
 # Bytes per b·s·V of the output head live at the peak, fitted. Less than the bf16 logits
 # themselves (2): the compiled head's logits and their gradient are not all live when the
@@ -44,16 +43,15 @@ COMPUTE_RESIDUAL_SAVING = 2.0
 LOGIT_BYTES = 1.25
 # Uncompiled (compile = false), the eager loss keeps the bf16 logits, their fp32 copy and the
 # log-softmax saved for backward. Fitted to one measured peak and one out-of-memory bound, both
-# gpt3_1.3B bf16 on one H100, 2026-11-25: micro batch 8 with fp32 parameters peaked at 54,927 MiB
-# (gpu_quick certification, run 326f: estimate +0.6%); micro batch 16 with
-# master_weights=optimizer ran out of memory needing more than 82.2 GiB (run 3991, which the
-# compiled coefficient had put at 74.1 GiB; this one puts it at 82.9).
+# gpt3_1.3B bf16 on one H100: micro batch 8 with fp32 parameters, and micro batch 16 with
+# master_weights=optimizer, which ran out of memory where the compiled coefficient predicted
+# it would fit.
 LOGIT_BYTES_EAGER = 7.0
 LOGIT_BYTES_FP32 = 8.0  # fp32 logits and their gradient, uncompiled: counted, not measured
 COMPUTE_BYTES = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 2}  # fp8 runs bf16 autocast around fp8 GEMMs
 # fp8 (torchao tensorwise): the block matrices' saved casts are fp8 (1 byte, N), and the
-# activations saved for backward shrink to this fraction of bf16's. Measured, one point: gpt3_6.7B
-# micro batch 2 on one H200, 2026-11-23, run 7ff2: 111.7 GiB allocated at the peak.
+# activations saved for backward shrink to this fraction of bf16's. Fitted to one measured
+# point: gpt3_6.7B, micro batch 2, one H200.
 FP8_ACTIVATION_FRACTION = 0.3
 # Relative speed of offloading the optimizer, used only to order the candidates (fastest
 # first), beside the shared recompute and micro-batch ones.

@@ -4,8 +4,8 @@
 plugin's and the Megatron-core plugin's; torch only) profile steps a to b
 and print, as ``> profile:`` lines, the wall time of those steps beside the device's kernel time
 (their difference is time the device sat idle: the host launching, waiting for data or
-synchronising), the kernel time per category and the top kernels. Figures in BENCHMARKS.md
-come from it; nothing in a result depends on it.
+synchronising), the kernel time per category and the top kernels. Nothing in a result
+depends on it.
 """
 
 from __future__ import annotations

@@ -50,7 +50,7 @@ def weight_gradient_fusion_unavailable(device: torch.device) -> str | None:
 # The fused linear as two custom operators, so that torch.compile traces through them: an
 # autograd.Function mutating the accumulator has to run outside the compiled blocks, each block
 # then runs as five compiled pieces, and their host time measured more than the fusion saves on
-# gpt3_1.3B (BENCHMARKS.md, 2026-11-25). The backward operator declares its mutation of
+# gpt3_1.3B. The backward operator declares its mutation of
 # ``main_grad``, so the compiler calls it on the accumulator itself.
 _NAMESPACE = "harness"
 

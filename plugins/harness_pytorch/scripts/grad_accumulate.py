@@ -1,13 +1,13 @@
 """Adding a compute-dtype gradient into its fp32 accumulator at the speed of the GPU's memory.
 
-``fp32.add_(bf16)`` takes PyTorch's unvectorised mixed-dtype path: 2.75 TB/s on an H200 at 10
-bytes a parameter (``benchmarks/bench_grad_accumulate.py``, BENCHMARKS.md 2026-11-26), 193 ms of
-each 8-micro-batch optimizer step of gpt3_6.7B. It is paid for every weight of every micro-batch
+``fp32.add_(bf16)`` takes PyTorch's unvectorised mixed-dtype path, well below the GPU's memory
+bandwidth (``benchmarks/bench_grad_accumulate.py`` measures both), a visible share of each
+8-micro-batch optimizer step of gpt3_6.7B. It is paid for every weight of every micro-batch
 wherever the matrix products cannot accumulate into the fp32 gradients themselves: fp8
 (torchao's linears hand autograd a bf16 weight gradient), gradient accumulation fusion off, the
 tied embedding. On CUDA a Triton kernel that loads, converts and adds wide vectors does the same
 arithmetic (the gradient converted to fp32, one fp32 addition, as ``add_`` does for bf16, fp16
-and fp32 gradients) in one pass, 4.06 TB/s; elsewhere ``add_``. Standalone (torch, and triton
+and fp32 gradients) in one pass, close to the memory bandwidth; elsewhere ``add_``. Standalone (torch, and triton
 where torch has it).
 """
 

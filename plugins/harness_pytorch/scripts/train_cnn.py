@@ -114,8 +114,8 @@ def main() -> int:
     n_params = trainable_parameters(model)
     # L2 decay on every parameter, as Paddle's L2Decay regulariser and Gluon's wd do. Not the
     # fused SGD kernel: under the fp16 loss scaler torch 2.11's fused SGD advanced the momentum
-    # on overflow steps the scaler skips, and ResNet-50/MobileNetV1 went to nan by step 5 on an
-    # H100 (BENCHMARKS.md, 2026-11-25); in fp32 it was no faster.
+    # on overflow steps the scaler skips, and ResNet-50/MobileNetV1 went to nan within a few
+    # steps on an H100; in fp32 it was no faster.
     optimizer = torch.optim.SGD(model.parameters(), lr=p["learning_rate"], momentum=p["momentum"],
                                 weight_decay=p["weight_decay"])
     if world > 1:
