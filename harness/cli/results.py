@@ -149,7 +149,7 @@ def register(app: typer.Typer, state) -> None:
         status: StatusFilter = None,
         since: SinceFilter = None,
     ) -> None:
-        """Export recorded runs with stable column names (listed in the README), and
+        """Export recorded runs with stable column names (listed in docs/results.md), and
         optionally as TensorBoard event files.
 
         [bold]harness results export --format csv --to runs.csv[/bold]

@@ -99,11 +99,11 @@ def test_a_damaged_database_is_one_line_and_exit_2(tmp_path, capsys, command):
     assert "harness.db cannot be used" in err and len(err.strip().splitlines()) == 1, err
 
 
-def test_readme_documents_the_export_columns():
+def test_docs_document_the_export_columns():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
-    text = readme[readme.index("The export's columns are stable"):]
+    page = (Path(__file__).resolve().parents[3] / "docs" / "results.md").read_text(encoding="utf-8")
+    text = page[page.index("The export's columns are stable"):]
     documented = [name for name in text.split("Throughputs are in")[0].split("`")[1::2] if name != "--repeats"]
     assert documented == list(RUN_COLUMNS + REPEAT_COLUMNS)
 
