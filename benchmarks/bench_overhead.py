@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import statistics
 import subprocess
 import sys
@@ -19,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.fingerprint import harness_git_sha
 from harness.logformats.megatron import MegatronFormat
 from harness.stats import mean_after_warmup
 from harness_pytorch.plugin import TRAIN_SCRIPTS
@@ -84,6 +86,10 @@ def main() -> int:
         "harness_tokens_per_s": via_harness, "direct_tokens_per_s": direct,
         "median_harness": med_h, "median_direct": med_d,
         "overhead_pct": 100.0 * (med_d - med_h) / med_d, "help_startup_median_s": startup,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "machine": f"{platform.machine()}, {len(os.sched_getaffinity(0))} CPUs, Python {platform.python_version()}",
+        "harness_git_sha": harness_git_sha(),
+        "bench_command": " ".join(["python benchmarks/bench_overhead.py", *sys.argv[1:]]),
     }
     print(f"\nmedian via harness run : {med_h:,.1f} tokens/s")
     print(f"median direct script   : {med_d:,.1f} tokens/s")

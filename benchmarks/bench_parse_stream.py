@@ -25,6 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from harness.fingerprint import harness_git_sha
+
 ITERATION = (
     " [2024-05-01 10:{minute:02d}:{second:02d}] iteration {step:8d}/{total:8d} | consumed samples: "
     "{consumed:12d} | elapsed time per iteration (ms): {ms:.1f} | throughput per GPU (TFLOP/s/GPU): "
@@ -97,6 +99,7 @@ def main() -> int:
     parser.add_argument("--limit-s", type=float, default=15.0, help="Fail above this parse time (default 15).")
     parser.add_argument("--format", choices=("megatron", "paddlenlp"), default="megatron",
                         help="Layout of the generated log (default megatron).")
+    parser.add_argument("--json-out", type=Path, help="Also write the figures here (BENCHMARKS.md reads them).")
     args = parser.parse_args()
 
     folder = Path(tempfile.mkdtemp(prefix="harness-bench-parse-"))
@@ -135,8 +138,12 @@ def main() -> int:
             "lines_per_s": round(ingest["lines"] / elapsed),
             "peak_rss_MB": round(peak_rss_mb, 1),
             "FINAL_RESULT": document["legacy_index"]["FINAL_RESULT"],
+            "harness_git_sha": harness_git_sha(),
+            "bench_command": " ".join(["python benchmarks/bench_parse_stream.py", *sys.argv[1:]]),
         }
         print(json.dumps(report, indent=1))
+        if args.json_out:
+            args.json_out.write_text(json.dumps(report, indent=1) + "\n")
         if elapsed > args.limit_s:
             print(f"FAIL: {elapsed:.1f} s is over the {args.limit_s:.0f} s limit", file=sys.stderr)
             return 1
