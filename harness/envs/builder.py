@@ -3,7 +3,8 @@
 A build happens in a hidden temporary folder next to its final place and is renamed into
 place only when the install succeeded, so a failed or interrupted build leaves nothing a
 later run could mistake for a finished environment. uv is used when present (fast, with a
-shared wheel cache); otherwise the standard library's venv and pip.
+shared wheel cache); otherwise the standard library's venv and pip. With a wheelhouse
+(``harness.envs.wheelhouse``) either installer works offline, from that folder alone.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from typing import Callable, Iterator
 
 from harness.envs.spec import EnvRecord, EnvSpec
 from harness.envs.store import BUILD_PREFIX, RECORD_FILE, EnvStore
-from harness.errors import UnavailableError
+from harness.envs.wheelhouse import missing_wheel
+from harness.errors import UnavailableError, UserInputError
 
 INSTALL_TIMEOUT_S = 3600
 TAIL_LINES = 15
@@ -58,8 +60,10 @@ def _exclusive(lock_path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _run_logged(argv: list[str], install_log: Path, what: str) -> None:
-    """Run an installer step, appending its output to ``install_log``; raise with its tail."""
+def _run_logged(argv: list[str], install_log: Path, what: str,
+                wheelhouse: Path | None = None) -> None:
+    """Run an installer step, appending its output to ``install_log``; raise with its tail,
+    or, for a wheel the wheelhouse lacks, with one line naming it and the folder."""
     with open(install_log, "a", encoding="utf-8") as out:
         out.write(f"$ {' '.join(argv)}\n")
         out.flush()
@@ -71,8 +75,14 @@ def _run_logged(argv: list[str], install_log: Path, what: str) -> None:
         except FileNotFoundError as exc:
             raise UnavailableError(f"{what} failed: {exc}") from None
     if proc.returncode != 0:
-        lines = install_log.read_text(encoding="utf-8", errors="replace").splitlines()
-        tail = "\n  ".join(lines[-TAIL_LINES:])
+        output = install_log.read_text(encoding="utf-8", errors="replace")
+        missing = missing_wheel(output) if wheelhouse is not None else None
+        if missing:
+            raise UserInputError(
+                f"the wheelhouse {wheelhouse} has no wheel for {missing}; add it there (pip "
+                f"download --only-binary=:all: -d DIR '{missing}' on a connected machine, see "
+                "docs/air-gapped.md)")
+        tail = "\n  ".join(output.splitlines()[-TAIL_LINES:])
         raise UnavailableError(
             f"{what} failed (exit {proc.returncode}); the installer's last lines:\n  {tail}\n"
             "Check the requirement names and network access to the package index, or run with "
@@ -109,21 +119,39 @@ def _base_python(spec: EnvSpec, uv: str | None) -> str:
     return found
 
 
-def _build(spec: EnvSpec, staging: Path, log: Log) -> tuple[str, dict[str, str]]:
+def _sources(spec: EnvSpec, wheelhouse: Path | None, uv: bool) -> list[str]:
+    """Where the installer looks for distributions: the wheelhouse alone, or the default
+    index plus the spec's extra indexes."""
+    if wheelhouse is not None:
+        return [*(["--offline"] if uv else []), "--no-index", "--find-links", str(wheelhouse)]
+    indexes: list[str] = []
+    for url in spec.index_urls:
+        indexes += ["--extra-index-url", url]
+    if indexes and uv:
+        # pip's rule, so both installers resolve a spec alike: the best match over every
+        # index. uv's own default takes a project from the first index that has it, which
+        # would refuse e.g. a PyPI-only version of a project the extra index also carries.
+        indexes += ["--index-strategy", "unsafe-best-match"]
+    return indexes
+
+
+def _build(spec: EnvSpec, staging: Path, log: Log, wheelhouse: Path | None
+           ) -> tuple[str, dict[str, str]]:
     install_log = staging.parent / f"{staging.name}.install.log"
     python = staging / "bin" / "python"
     uv = _uv_binary()
     base = _base_python(spec, uv)
-    indexes: list[str] = []
-    for url in spec.index_urls:
-        indexes += ["--extra-index-url", url]
+    sources = _sources(spec, wheelhouse, bool(uv))
+    installing = f"installing {', '.join(spec.requirements)}"
     try:
         if uv:
             # --relocatable: the folder is renamed after the build; scripts must not care.
+            # --offline with a wheelhouse: uv must not download a Python either.
             _run_logged([uv, "venv", "--quiet", "--relocatable", "--python", base,
-                         str(staging)], install_log, "creating the virtual environment")
-            _run_logged([uv, "pip", "install", "--python", str(python), *indexes,
-                         *spec.requirements], install_log, f"installing {', '.join(spec.requirements)}")
+                         *(["--offline"] if wheelhouse else []), str(staging)], install_log,
+                        "creating the virtual environment")
+            _run_logged([uv, "pip", "install", "--python", str(python), *sources,
+                         *spec.requirements], install_log, installing, wheelhouse)
             freeze = subprocess.run([uv, "pip", "freeze", "--python", str(python)],
                                     capture_output=True, text=True, check=True)
             installer = f"uv {_version([uv, '--version'])}"
@@ -132,8 +160,7 @@ def _build(spec: EnvSpec, staging: Path, log: Log) -> tuple[str, dict[str, str]]
             _run_logged([base, "-m", "venv", str(staging)], install_log,
                         "creating the virtual environment")
             _run_logged([str(python), "-m", "pip", "install", "--disable-pip-version-check",
-                         *indexes, *spec.requirements], install_log,
-                        f"installing {', '.join(spec.requirements)}")
+                         *sources, *spec.requirements], install_log, installing, wheelhouse)
             freeze = subprocess.run([str(python), "-m", "pip", "freeze", "--all"],
                                     capture_output=True, text=True, check=True)
             installer = "pip"
@@ -161,9 +188,14 @@ def _version(argv: list[str]) -> str:
     return out.split()[-1] if out else "?"
 
 
-def ensure_environment(spec: EnvSpec, root: Path, log: Log = lambda _msg: None
-                       ) -> tuple[Path, EnvRecord, bool]:
-    """Return ``(folder, record, reused)`` for ``spec``, building the environment if needed."""
+def ensure_environment(spec: EnvSpec, root: Path, log: Log = lambda _msg: None,
+                       wheelhouse: Path | None = None) -> tuple[Path, EnvRecord, bool]:
+    """Return ``(folder, record, reused)`` for ``spec``, building the environment if needed.
+
+    ``wheelhouse``: build offline from this folder of wheels only. It is no part of the
+    environment's key (which is about what is asked for, not where it came from): a cached
+    environment is reused whoever built it, and its record says where its wheels came from.
+    """
     store = EnvStore(root)
     folder = root / spec.folder_name()
     record = store.read(folder)
@@ -178,16 +210,18 @@ def ensure_environment(spec: EnvSpec, root: Path, log: Log = lambda _msg: None
             return folder, record, True
         if folder.exists():  # a folder without a valid record is not an environment
             shutil.rmtree(folder)
-        log(f"building environment {folder.name} with {installer_available()}: "
-            f"{' '.join(spec.requirements)}")
+        log(f"building environment {folder.name} with {installer_available()}"
+            f"{f' offline from {wheelhouse}' if wheelhouse else ''}: {' '.join(spec.requirements)}")
         started = time.monotonic()
         staging = Path(tempfile.mkdtemp(dir=root, prefix=f"{BUILD_PREFIX}{folder.name}."))
         try:
-            installer, packages = _build(spec, staging, log)
+            installer, packages = _build(spec, staging, log, wheelhouse)
             now = datetime.now(timezone.utc)
             record = EnvRecord(
                 key=spec.key(), name=spec.name, requirements=list(spec.requirements),
-                index_urls=list(spec.index_urls), python_version=_python_version(staging),
+                index_urls=list(spec.index_urls),
+                wheelhouse=str(wheelhouse) if wheelhouse else None,
+                python_version=_python_version(staging),
                 base_python=spec.python, installer=installer, created_at=now, last_used_at=now,
                 build_seconds=round(time.monotonic() - started, 2), packages=packages,
             )

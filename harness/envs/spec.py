@@ -64,6 +64,9 @@ class EnvRecord(BaseModel):
     name: str
     requirements: list[str]
     index_urls: list[str] = Field(default_factory=list)
+    wheelhouse: str | None = Field(
+        None, description="The local folder of wheels it was built from offline; None when "
+                          "its packages came from the package indexes.")
     python_version: str
     base_python: str
     installer: str
