@@ -23,7 +23,8 @@ from pathlib import Path
 from harness.fingerprint import harness_git_sha
 from harness.logformats.megatron import MegatronFormat
 from harness.stats import mean_after_warmup
-from harness_pytorch.plugin import TRAIN_SCRIPTS
+from harness_cases.shared_scripts import scripts_pythonpath
+from harness_pytorch.plugin import SCRIPTS, TRAIN_SCRIPTS
 
 
 def harness_run(work: Path, case: str, max_steps: int) -> dict:
@@ -39,8 +40,9 @@ def direct_run(result: dict, work: Path, skip: int) -> float:
     """The same training script, config and data, launched by hand with the cpu vendor's env."""
     run_dir = work / "results" / result["run_id"]
     prefix = Path(result["dataset"]["path"]) / result["dataset"]["files"][0].removesuffix("_ids.npy")
+    # The script's modules and the shared ones, as the PyTorch plugin's launch puts them.
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", OMP_NUM_THREADS=str(len(os.sched_getaffinity(0))),
-               PYTHONUNBUFFERED="1")
+               PYTHONUNBUFFERED="1", PYTHONPATH=scripts_pythonpath(SCRIPTS))
     proc = subprocess.run(
         [sys.executable, str(TRAIN_SCRIPTS["gpt"]), "--config", str(run_dir / "config.json"),
          "--data-prefix", str(prefix)],
