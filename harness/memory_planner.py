@@ -24,8 +24,7 @@ GIB = 2**30
 PLANNER_SOURCE = "memory-planner"
 # What the framework's allocator cannot hand out: CUDA context, library workspaces, cached
 # but fragmented blocks. NVML's reading of device memory used at the peak runs a few percent
-# above the allocator's peak (BENCHMARKS.md, memory columns); 5%, at least 2 GiB, keeps a
-# margin above that.
+# above the allocator's peak; 5%, at least 2 GiB, keeps a margin above that.
 RESERVE_FRACTION = 0.05
 RESERVE_MIN_BYTES = 2 * GIB
 

@@ -61,6 +61,8 @@ def build_app(pm=None) -> typer.Typer:
     slurm_cli.register(app, state)
     from harness.cli import certify as certify_cli
     certify_cli.register(app, state)
+    from harness.cli import benchmarks as benchmarks_cli
+    benchmarks_cli.register(app, state)
     state.plugin_manager().hook.register_commands(cli=app)
     return app
 

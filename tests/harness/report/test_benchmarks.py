@@ -1,0 +1,71 @@
+"""BENCHMARKS.md is generated from benchmarks/tables.toml and the result files it names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from harness.errors import UserInputError
+from harness.report.benchmarks import cited_files, command_text, layout_text, load_spec, render
+from harness.models.result import BenchmarkResult
+
+REPO = Path(__file__).resolve().parents[3]
+TABLES = REPO / "benchmarks" / "tables.toml"
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def test_committed_benchmarks_md_is_what_the_generator_writes():
+    assert (REPO / "BENCHMARKS.md").read_text(encoding="utf-8") == render(TABLES), (
+        "BENCHMARKS.md is stale: run `harness benchmarks`")
+
+
+def test_results_hold_only_files_the_tables_cite():
+    cited = {(TABLES.parent / name).resolve() for name in cited_files(load_spec(TABLES))}
+    present = {path.resolve() for path in RESULTS.rglob("*") if path.is_file()}
+    assert present - cited == set(), "uncited result files: name them in benchmarks/tables.toml or delete them"
+    assert cited - present == set()
+
+
+def _result(name: str) -> BenchmarkResult:
+    return BenchmarkResult.model_validate_json((RESULTS / name).read_text(encoding="utf-8"))
+
+
+def test_the_command_names_what_the_command_line_set_and_nothing_else():
+    result = _result("h200/20261126-173443-gpt3_1.3B-pytorch-nvidia-f1a0.result.json")
+    command = command_text(result)
+    assert command.startswith("harness run --vendor nvidia --case gpt3_1.3B --framework pytorch ")
+    assert "--batch-size 16" in command and "--set grad_accum_steps=4" in command
+    assert "--max-steps 10" in command and "--set gradient_accumulation_fusion=true" in command
+    # precision and master weights came from the vendor config, not the command line
+    assert "--precision" not in command and "master_weights" not in command
+    assert layout_text(result) == "dp1 tp1 pp1, mbs 16 x 4"
+
+
+def test_a_multi_node_job_names_its_job_id_and_node_ranks():
+    command = command_text(_result("h100/h100pair-gpt3_1.3B-pytorch-nvidia.result.json"))
+    assert "--nnodes 2" in command and "--job-id h100pair --node-rank {0..1}" in command
+
+
+def test_a_field_an_old_result_lacks_is_a_dash():
+    text = render(TABLES)
+    row = next(line for line in text.splitlines() if "| 211 ms |" in line)
+    assert row.endswith("| - | - | - | - |")  # machine, date, commit, command not recorded then
+
+
+def test_an_unknown_anchor_is_a_one_line_error(tmp_path):
+    spec = tmp_path / "tables.toml"
+    spec.write_text('[[table]]\ntopic = "x"\n[[table.row]]\nresult = "r.json"\nanchor = "nope"\n')
+    with pytest.raises(UserInputError, match="names anchor 'nope'"):
+        load_spec(spec)
+
+
+def test_cli_check_and_write(tmp_path, capsys):
+    out = tmp_path / "B.md"
+    assert main(["benchmarks", str(TABLES), "--to", str(out), "--check"]) == 1
+    assert "is stale" in capsys.readouterr().err
+    assert main(["benchmarks", str(TABLES), "--to", str(out)]) == 0
+    assert main(["benchmarks", str(TABLES), "--to", str(out), "--check"]) == 0
+    assert main(["benchmarks", str(tmp_path / "missing.toml"), "--to", str(out)]) == 2
+    assert "not found" in capsys.readouterr().err
