@@ -136,9 +136,9 @@ def render() -> str:
 
     from harness.cli.main import build_app
     from harness.cli.metavars import apply_readable_metavars
-    from harness.plugin_manager import make_plugin_manager
+    from harness.app import Harness
 
-    root = typer.main.get_command(build_app(make_plugin_manager(load_entrypoints=False)))
+    root = typer.main.get_command(build_app(Harness.load(load_entrypoints=False)))
     apply_readable_metavars(root)
     out = [HEADER]
     root_help = help_blocks(root.help)

@@ -15,7 +15,8 @@ the same ordering rules (``tryfirst``/``trylast``, wrappers), minus the plugins 
 
 The router remembers, for each hook it routed, which plugins' implementations it kept and
 whether each answers or wraps the hook (:meth:`HookRouter.hooks_by_plugin`): a result's
-provenance names the plugins that took part in its run.
+provenance names the plugins that took part in its run. A run's router starts from the record
+of the router that planned it (:meth:`HookRouter.carry_plan`), so nothing is noted twice.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from harness.errors import UnavailableError
 
 if TYPE_CHECKING:
-    import pluggy
+    from harness.app import Harness
 
     from harness.models import (
         CaseSpec,
@@ -52,13 +53,27 @@ def is_core_plugin(name: str) -> bool:
 
 
 class HookRouter:
-    """Calls the workflow hooks of ``pm`` on the owners that ``registry`` recorded."""
+    """Calls the workflow hooks of ``harness.pm`` on the owners ``harness.registry`` recorded.
 
-    def __init__(self, pm: pluggy.PluginManager, registry: Registry) -> None:
-        self.pm = pm
-        self.registry = registry
+    Built by :meth:`harness.app.Harness.router`; ``planned`` is a context that
+    :meth:`carry_plan` stamped, whose planning record this router continues.
+    """
+
+    def __init__(self, harness: Harness, planned: RunContext | None = None) -> None:
+        self.harness = harness
+        self.pm = harness.pm
+        self.registry: Registry = harness.registry
         # hook name -> plugin name -> "implemented" | "wrapped", for every routed call
         self._routed: dict[str, dict[str, str]] = {}
+        if planned is not None:
+            for hook_name, plugins in planned._planning_hooks.items():
+                self._routed[hook_name] = dict(plugins)
+
+    def carry_plan(self, context: RunContext) -> RunContext:
+        """``context`` stamped with this router's record so far (the hooks that planned it),
+        which the router of its run (``harness.router(context)``) starts from."""
+        context._planning_hooks = {hook: dict(plugins) for hook, plugins in self._routed.items()}
+        return context
 
     # ----------------------------------------------------------------- owners
 
@@ -87,8 +102,7 @@ class HookRouter:
         return self.pm.subset_hook_caller(hook_name, remove)
 
     def note(self, hook_name: str, owners: Iterable[str]) -> None:
-        """Record the implementations of ``hook_name`` a call routed to ``owners`` reaches
-        (also for calls made by another router, e.g. the planner's)."""
+        """Record the implementations of ``hook_name`` that a call routed to ``owners`` reaches."""
         keep = set(owners)
         routed = self._routed.setdefault(hook_name, {})
         for impl in getattr(self.pm.hook, hook_name).get_hookimpls():

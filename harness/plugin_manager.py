@@ -1,4 +1,7 @@
-"""Building the plugin manager: built-ins, entry-point plugins, blocked plugins."""
+"""Loading plugins into a pluggy manager: built-ins, entry-point plugins, blocked plugins.
+
+Callers use :meth:`harness.app.Harness.load`, which wraps :func:`load_plugins`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from dataclasses import dataclass, field
 import pluggy
 
 from harness import hookspecs
+from harness.errors import HarnessError, UserInputError
 
 #: Built-in plugins, registered exactly like third-party ones.
 DEFAULT_PLUGINS: tuple[str, ...] = (
@@ -27,9 +31,22 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness_nvidia.plugin",
 )
 
+#: The built-ins the core cannot work without: its own fallback hook implementations and
+#: the case catalog. They cannot be blocked, and one that fails to import is an error.
+ESSENTIAL_PLUGINS: frozenset[str] = frozenset({
+    "harness.builtin.core",
+    "harness.builtin.log_formats",
+    "harness_cases.plugin",
+})
+
 ENTRY_POINT_GROUP = "harness"
 #: Comma-separated plugin names (module names or entry-point names) that must not load.
 BLOCK_ENV_VAR = "HARNESS_BLOCK_PLUGINS"
+
+
+class EssentialPluginError(HarnessError):
+    """An essential built-in plugin (:data:`ESSENTIAL_PLUGINS`) failed to import: the
+    installation is broken. Exit code 1."""
 
 
 class PluginLoadWarning(UserWarning):
@@ -55,21 +72,30 @@ def blocked_plugins() -> set[str]:
     return {name.strip() for name in raw.split(",") if name.strip()}
 
 
-def make_plugin_manager(
+def load_plugins(
     *,
     builtins: tuple[str, ...] = DEFAULT_PLUGINS,
     load_entrypoints: bool = True,
     blocked: set[str] | None = None,
     extra: tuple[object, ...] = (),
-) -> pluggy.PluginManager:
-    """A plugin manager with the harness hooks and its plugins loaded.
+) -> tuple[pluggy.PluginManager, dict[str, PluginInfo]]:
+    """A plugin manager with the harness hooks and its plugins loaded, and what is known of
+    each loaded plugin (name -> PluginInfo, in load order).
 
-    Tests pass their own ``builtins``/``extra`` plugins; nothing here is global state.
+    Tests pass their own ``builtins``/``extra`` plugins; nothing here is global state. An
+    essential built-in named in ``blocked`` is refused (UserInputError), and one that fails to
+    import raises EssentialPluginError; any other plugin that fails to load is skipped with a
+    PluginLoadWarning.
     """
     blocked = blocked_plugins() if blocked is None else blocked
+    refused = sorted(blocked & ESSENTIAL_PLUGINS)
+    if refused:
+        raise UserInputError(
+            f"{BLOCK_ENV_VAR} names {', '.join(refused)}: the core's own plugins cannot be "
+            f"blocked (blockable: any plugin except {', '.join(sorted(ESSENTIAL_PLUGINS))})")
     pm = pluggy.PluginManager("harness")
     pm.add_hookspecs(hookspecs)
-    pm.harness_info = {}  # type: ignore[attr-defined]  # name -> PluginInfo
+    infos: dict[str, PluginInfo] = {}
     from harness import __version__
 
     for module_name in builtins:
@@ -77,8 +103,13 @@ def make_plugin_manager(
             continue
         try:
             module = importlib.import_module(module_name)
-        except Exception as exc:  # a built-in is skipped like a broken entry point (e.g. a
-            # dependency of one vendor's plugin missing) instead of taking every command down
+        except Exception as exc:
+            if module_name in ESSENTIAL_PLUGINS:
+                raise EssentialPluginError(
+                    f"built-in plugin {module_name!r} failed to import ({type(exc).__name__}: "
+                    f"{exc}); the installation is broken, reinstall harness-bench") from exc
+            # another built-in is skipped like a broken entry point (e.g. a dependency of one
+            # vendor's plugin missing) instead of taking every command down
             warnings.warn(
                 f"built-in plugin {module_name!r} failed to import and was skipped: "
                 f"{type(exc).__name__}: {exc} (HARNESS_BLOCK_PLUGINS={module_name} silences this)",
@@ -87,20 +118,21 @@ def make_plugin_manager(
             )
             continue
         pm.register(module, name=module_name)
-        pm.harness_info[module_name] = PluginInfo(module_name, __version__, "builtin")
+        infos[module_name] = PluginInfo(module_name, __version__, "builtin")
     if load_entrypoints:
-        _load_entrypoint_plugins(pm, blocked)
+        _load_entrypoint_plugins(pm, infos, blocked)
     for plugin in extra:
         name = pm.register(plugin)
-        pm.harness_info[name] = PluginInfo(name, "-", "extra", distribution="(passed in)")
+        infos[name] = PluginInfo(name, "-", "extra", distribution="(passed in)")
     pm.check_pending()
-    for name, info in pm.harness_info.items():
+    for name, info in infos.items():
         plugin = pm.get_plugin(name)
         info.hooks = sorted(hc.name for hc in pm.get_hookcallers(plugin) or [])
-    return pm
+    return pm, infos
 
 
-def _load_entrypoint_plugins(pm: pluggy.PluginManager, blocked: set[str]) -> None:
+def _load_entrypoint_plugins(pm: pluggy.PluginManager, infos: dict[str, PluginInfo],
+                             blocked: set[str]) -> None:
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -119,7 +151,7 @@ def _load_entrypoint_plugins(pm: pluggy.PluginManager, blocked: set[str]) -> Non
                 stacklevel=2,
             )
             continue
-        pm.harness_info[ep.name] = PluginInfo(
+        infos[ep.name] = PluginInfo(
             ep.name, dist.version if dist else "?", f"entrypoint:{dist_name}",
             distribution=dist_name,
         )

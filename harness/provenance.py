@@ -24,8 +24,7 @@ from harness.dispatch import is_core_plugin
 from harness.models.result import PluginRecord, Provenance
 
 if TYPE_CHECKING:
-    import pluggy
-
+    from harness.app import Harness
     from harness.dispatch import HookRouter
 
 #: Files of a plugin's package that are not its code (byte-compiled caches).
@@ -61,10 +60,10 @@ def display_path(path: Path) -> str:
     return str(resolved)
 
 
-def plugin_records(pm: pluggy.PluginManager) -> list[PluginRecord]:
+def plugin_records(harness: Harness) -> list[PluginRecord]:
     """Every loaded plugin (the core's own fallbacks left out), in load order."""
     records = []
-    for name, info in getattr(pm, "harness_info", {}).items():
+    for name, info in harness.plugins.items():
         if is_core_plugin(name):
             continue
         records.append(PluginRecord(name=name, distribution=info.distribution,
@@ -72,11 +71,11 @@ def plugin_records(pm: pluggy.PluginManager) -> list[PluginRecord]:
     return records
 
 
-def plugin_source_files(pm: pluggy.PluginManager, name: str) -> list[Path]:
+def plugin_source_files(harness: Harness, name: str) -> list[Path]:
     """The files of a plugin's code: its top-level package folder (training scripts, shared
     script modules and vendor configs live there), or its module file, or the file that
     defines a plugin object."""
-    plugin = pm.get_plugin(name)
+    plugin = harness.pm.get_plugin(name)
     if plugin is None:
         return []
     module_name = getattr(plugin, "__name__", None) if inspect.ismodule(plugin) else None
@@ -119,27 +118,28 @@ def _common_parent(files: list[Path]) -> Path:
     return Path(*parts) if parts else Path("/")
 
 
-def code_digests(pm: pluggy.PluginManager, owners: Iterable[str],
+def code_digests(harness: Harness, owners: Iterable[str],
                  vendor_config_path: str | None) -> dict[str, str]:
     """The config's ``code`` digests: the loaded plugin set, each owning plugin's files, the
     vendor config file."""
-    plugin_set = [(r.name, r.distribution, r.version) for r in plugin_records(pm)]
+    plugin_set = [(r.name, r.distribution, r.version) for r in plugin_records(harness)]
     digests = {"plugins": hashlib.sha256(json.dumps(plugin_set).encode()).hexdigest()}
     for owner in sorted(set(owners)):
         if not is_core_plugin(owner):
-            digests[f"source:{owner}"] = files_digest(plugin_source_files(pm, owner))
+            digests[f"source:{owner}"] = files_digest(plugin_source_files(harness, owner))
     if vendor_config_path:
         digests["vendor_config"] = sha256_file(vendor_config_path)
     return digests
 
 
-def run_provenance(pm: pluggy.PluginManager, router: HookRouter, scripts: Iterable[str],
+def run_provenance(router: HookRouter, scripts: Iterable[str],
                    vendor_config_path: str | None) -> Provenance:
     """The result's provenance: plugins with the hooks of this run each implemented or wrapped
-    (from the router's record), the launch's scripts and the vendor config with their sha256."""
+    (from the record of the run's router), the launch's scripts and the vendor config with
+    their sha256."""
     used = router.hooks_by_plugin()
     plugins = [record.model_copy(update={"hooks": used.get(record.name, {})})
-               for record in plugin_records(pm)]
+               for record in plugin_records(router.harness)]
     script_digests = {}
     for script in scripts:
         path = Path(script)

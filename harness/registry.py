@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
     from harness.logformat import LogFormat
     from harness.models import CaseSpec, FrameworkSpec, VendorSpec
+    from harness.plugin_manager import PluginInfo
 
 T = TypeVar("T")
 
@@ -86,19 +87,20 @@ class Registry:
     skipped: list[SkippedRegistration] = field(default_factory=list)
 
     @classmethod
-    def from_plugins(cls, pm: pluggy.PluginManager) -> Registry:
+    def from_plugins(cls, pm: pluggy.PluginManager, plugins: dict[str, PluginInfo]) -> Registry:
         """Collect every plugin's registrations, earliest-registered plugin first.
 
         A name registered twice keeps the first registration (built-ins load before
         entry-point plugins); the later one is skipped with a ``DuplicateRegistrationWarning``
-        naming both plugins and their distributions, and listed in ``skipped``.
+        naming both plugins and their distributions (from ``plugins``), and listed in
+        ``skipped``.
         """
         registry = cls(Catalog("case"), Catalog("framework"), Catalog("vendor"), Catalog("log format"))
         for hook_name, catalog in (("register_cases", registry.cases),
                                    ("register_frameworks", registry.frameworks),
                                    ("register_vendors", registry.vendors),
                                    ("register_log_formats", registry.log_formats)):
-            registry.skipped += _collect(pm, hook_name, catalog)
+            registry.skipped += _collect(pm, plugins, hook_name, catalog)
         for skipped in registry.skipped:
             warnings.warn(skipped.message(), DuplicateRegistrationWarning, stacklevel=2)
         return registry
@@ -125,7 +127,8 @@ class Registry:
             )
 
 
-def _collect(pm: pluggy.PluginManager, hook_name: str, catalog: Catalog) -> list[SkippedRegistration]:
+def _collect(pm: pluggy.PluginManager, plugins: dict[str, PluginInfo], hook_name: str,
+             catalog: Catalog) -> list[SkippedRegistration]:
     # Each plugin's implementation is called with its own register() so that every item is
     # owned by the plugin that registered it, and duplicates name both plugins.
     skipped: list[SkippedRegistration] = []
@@ -138,15 +141,15 @@ def _collect(pm: pluggy.PluginManager, hook_name: str, catalog: Catalog) -> list
             if earlier is not None:
                 skipped.append(SkippedRegistration(
                     kind=catalog.kind, name=item.name,
-                    kept_plugin=earlier, kept_distribution=distribution_of(pm, earlier),
-                    skipped_plugin=_owner, skipped_distribution=distribution_of(pm, _owner),
+                    kept_plugin=earlier, kept_distribution=distribution_of(plugins, earlier),
+                    skipped_plugin=_owner, skipped_distribution=distribution_of(plugins, _owner),
                 ))
 
         impl.function(register=register)
     return skipped
 
 
-def distribution_of(pm: pluggy.PluginManager, plugin_name: str) -> str:
-    """The distribution (pip package) a plugin comes from, as the plugin manager recorded it."""
-    info = getattr(pm, "harness_info", {}).get(plugin_name)
+def distribution_of(plugins: dict[str, PluginInfo], plugin_name: str) -> str:
+    """The distribution (pip package) a plugin comes from, as its loading recorded it."""
+    info = plugins.get(plugin_name)
     return info.distribution if info is not None else "unknown distribution"

@@ -15,23 +15,21 @@ from harness.certify import convergence, rules
 from harness.certify.evaluate import reparse_run
 from harness.certify.runner import CertifyObserver, CertifyRequest, run_request_for
 from harness.certify.suite import Suite, plan_points
-from harness.dispatch import HookRouter
 from harness.errors import HarnessError
 from harness.runner.pipeline import run_benchmark
 
 if TYPE_CHECKING:
-    import pluggy
-
-    from harness.registry import Registry
+    from harness.app import Harness
 
 
-def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite, vendor: str,
+def record_references(harness: Harness, suite: Suite, vendor: str,
                       seeds: list[int], workdir: Path, only: list[str] | None = None,
                       folder: Path = convergence.REFERENCE_DIR,
                       observer: CertifyObserver | None = None, env_mode: str = "auto") -> list[Path]:
     observer = observer or CertifyObserver()
+    registry = harness.registry
     registry.vendors.get(vendor)
-    devices = HookRouter(pm, registry).discover_devices(vendor)
+    devices = harness.router().discover_devices(vendor)
     spec = suite.spec.suite
     points = [p for p in plan_points(suite, registry, devices.count) if not only or p.label in only]
     written = []
@@ -46,7 +44,7 @@ def record_references(pm: pluggy.PluginManager, registry: Registry, suite: Suite
             done += 1
             observer.point(point.label, seed, len(seeds) + 1, done, total)
             request.set_pairs = [p for p in request.set_pairs if not p.startswith("seed=")] + [f"seed={seed}"]
-            report = run_benchmark(pm, request, observer, registry)
+            report = run_benchmark(harness, request, observer)
             result = report.result
             if result.status != "success":
                 raise HarnessError(f"reference run {result.run_id} ({point.label}, seed {seed}) "

@@ -22,13 +22,12 @@ from harness.certify.report import write_certification_report
 from harness.certify.scoring import OLYMPIC_MIN
 from harness.certify.suite import Suite, plan_points, repeats_deviation
 from harness.config_resolution import parse_set_pairs, relabel_request_values
-from harness.dispatch import HookRouter
 from harness.errors import HarnessError, UnavailableError, UserInputError
 from harness.results_io import atomic_write_text
 from harness.runner.pipeline import RunObserver, RunRequest, execute, plan, replanned
 
 if TYPE_CHECKING:
-    import pluggy
+    from harness.app import Harness
 
     from harness.registry import Registry
 
@@ -64,12 +63,13 @@ def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def run_certification(pm: pluggy.PluginManager, registry: Registry, request: CertifyRequest,
+def run_certification(harness: Harness, request: CertifyRequest,
                       observer: CertifyObserver | None = None) -> CertifyOutcome:
     observer = observer or CertifyObserver()
     spec = request.suite.spec.suite
+    registry = harness.registry
     registry.vendors.get(request.vendor)
-    router = HookRouter(pm, registry)
+    router = harness.router()
     devices = router.discover_devices(request.vendor)
     points = plan_points(request.suite, registry, devices.count, request.framework)
     set_pairs = parse_set_pairs(request.set_pairs or [])
@@ -99,7 +99,7 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
         case = registry.cases.get(point.case)
         run_request = run_request_for(point, request, spec.scale, runs_dir, set_pairs)
         try:
-            context = plan(pm, registry, run_request)
+            context = plan(harness, run_request)
         except UnavailableError as exc:  # e.g. the memory planner: nothing fits this device
             record.refused = f"cannot run on this machine: {exc}"
             continue
@@ -125,7 +125,7 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
             if repeat > 1:
                 context = replanned(context)
             try:
-                report = execute(pm, registry, context, run_request, observer, unsupported=[])
+                report = execute(harness, context, run_request, observer, unsupported=[])
             except KeyboardInterrupt:
                 raise
             except HarnessError as exc:
@@ -134,7 +134,7 @@ def run_certification(pm: pluggy.PluginManager, registry: Registry, request: Cer
             record.run_ids.append(report.result.run_id)
             results.append(report.result)
 
-    description = sysinfo.collect(pm, results)
+    description = sysinfo.collect(harness, results)
     atomic_write_text(folder / "system.json", json.dumps(description, indent=2, default=str) + "\n")
     cert = Certification(
         id=cert_id, suite=spec.name, suite_source=request.suite.source,

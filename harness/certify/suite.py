@@ -23,7 +23,7 @@ from harness.errors import UserInputError, did_you_mean, first_validation_error
 from harness.models.case import ParamValue
 
 if TYPE_CHECKING:
-    import pluggy
+    from harness.app import Harness
 
     from harness.registry import Registry
 
@@ -123,14 +123,14 @@ def repeats_deviation(repeats: int, suite: SuiteSettings) -> str | None:
     return f"{repeats} {REPEATS_DEVIATION} {suite.repeats}{below}"
 
 
-def suite_sources(pm: pluggy.PluginManager | None = None) -> dict[str, tuple[Path, str]]:
+def suite_sources(harness: Harness | None = None) -> dict[str, tuple[Path, str]]:
     """Known suites: name -> (file, source). Built-ins first; a plugin's suite of the same
     name does not replace a built-in one."""
     found: dict[str, tuple[Path, str]] = {
         path.stem: (path, "builtin") for path in sorted(BUILTIN_DIR.glob("*.toml"))
     }
-    if pm is not None:
-        for plugin_paths in pm.hook.certify_suites():
+    if harness is not None:
+        for plugin_paths in harness.hook.certify_suites():
             for path in plugin_paths or []:
                 found.setdefault(Path(path).stem, (Path(path), "plugin"))
     return found
@@ -149,9 +149,9 @@ def parse_suite_text(text: str, origin: str) -> SuiteFile:
         raise UserInputError(f"suite {origin}: {where}: {message}") from None
 
 
-def load_suite(name_or_path: str, registry: Registry, pm: pluggy.PluginManager | None = None) -> Suite:
+def load_suite(name_or_path: str, harness: Harness) -> Suite:
     """A suite by built-in/plugin name or file path, validated against the installed cases."""
-    known = suite_sources(pm)
+    known = suite_sources(harness)
     path = Path(name_or_path)
     if name_or_path in known:
         file, source = known[name_or_path]
@@ -164,7 +164,7 @@ def load_suite(name_or_path: str, registry: Registry, pm: pluggy.PluginManager |
         raise UserInputError(f"unknown suite {name_or_path!r}. " + did_you_mean(name_or_path, known))
     text = file.read_text(encoding="utf-8")
     spec = parse_suite_text(text, str(name_or_path))
-    check_points(spec, registry, str(name_or_path))
+    check_points(spec, harness.registry, str(name_or_path))
     return Suite(spec=spec, text=text, source=source)
 
 

@@ -22,7 +22,7 @@ from harness.fingerprint import cpu_model, harness_git_sha
 from harness.errors import first_validation_error
 
 if TYPE_CHECKING:
-    import pluggy
+    from harness.app import Harness
 
     from harness.models import BenchmarkResult
 
@@ -84,7 +84,7 @@ def _os_name() -> str:
     return platform.system()
 
 
-def collect(pm: pluggy.PluginManager, results: list[BenchmarkResult]) -> dict[str, Any]:
+def collect(harness: Harness, results: list[BenchmarkResult]) -> dict[str, Any]:
     """The description as a plain dict (validated separately, so a gap is a failed check
     in the report rather than a crash)."""
     import hashlib
@@ -109,7 +109,7 @@ def collect(pm: pluggy.PluginManager, results: list[BenchmarkResult]) -> dict[st
         libraries.update(result.environment.packages)
         if result.provenance is not None:
             provenance.append({"run_id": result.run_id, **result.provenance.model_dump()})
-    infos = getattr(pm, "harness_info", {})
+    infos = harness.plugins
     return {
         "accelerators": list(accelerators.values()),
         "host": {

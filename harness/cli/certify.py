@@ -47,7 +47,7 @@ def register(app: typer.Typer, state) -> None:
         """List the certification suites (built-in and from plugins) with what each runs."""
         from harness.certify.suite import parse_suite_text, suite_sources
 
-        for name, (path, source) in suite_sources(state.plugin_manager()).items():
+        for name, (path, source) in suite_sources(state.harness()).items():
             spec = parse_suite_text(path.read_text(encoding="utf-8"), str(path))
             s = spec.suite
             layouts = "; ".join(
@@ -79,10 +79,10 @@ def register(app: typer.Typer, state) -> None:
         from harness.certify.runner import CertifyRequest, run_certification
         from harness.certify.signing import load_private_key
         from harness.certify.suite import load_suite
-        pm, registry = state.plugin_manager(), state.registry()
+        harness = state.harness()
         private_key = load_private_key(key) if key is not None else None
-        loaded = load_suite(suite, registry, pm)
-        outcome = run_certification(pm, registry, CertifyRequest(
+        loaded = load_suite(suite, harness)
+        outcome = run_certification(harness, CertifyRequest(
             suite=loaded, vendor=vendor, output=output, repeats=repeats, set_pairs=list(set_ or []),
             framework=framework, private_key=private_key, env_mode=env.value,
         ), _progress_observer())
@@ -187,9 +187,9 @@ def register(app: typer.Typer, state) -> None:
             raise UserInputError(f"--seeds {seeds!r}: expected comma-separated integers") from None
         if len(seed_list) < 2:
             raise UserInputError("--seeds: a band needs at least two seeds")
-        pm, registry = state.plugin_manager(), state.registry()
-        loaded = load_suite(suite, registry, pm)
-        written = record_references(pm, registry, loaded, vendor, seed_list, workdir, point,
+        harness = state.harness()
+        loaded = load_suite(suite, harness)
+        written = record_references(harness, loaded, vendor, seed_list, workdir, point,
                                     into or convergence.REFERENCE_DIR, _progress_observer(), env.value)
         for path in written:
             typer.echo(str(path))

@@ -25,8 +25,9 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-def build_app(pm=None) -> typer.Typer:
-    """The CLI with core commands and every plugin's ``register_commands``."""
+def build_app(harness=None) -> typer.Typer:
+    """The CLI with core commands and every plugin's ``register_commands``; ``harness`` (a
+    :class:`~harness.app.Harness`, loaded on first use when None) is what the commands use."""
     from harness.cli import env, listing, plugins, results, run
     from harness.cli.state import AppState
 
@@ -43,7 +44,7 @@ def build_app(pm=None) -> typer.Typer:
     ) -> None:
         """harness CLI."""
 
-    state = AppState(pm)
+    state = AppState(harness)
     run.register(app, state)
     plugins.register(app, state)
     results.register(app, state)
@@ -63,7 +64,7 @@ def build_app(pm=None) -> typer.Typer:
     certify_cli.register(app, state)
     from harness.cli import benchmarks as benchmarks_cli
     benchmarks_cli.register(app, state)
-    state.plugin_manager().hook.register_commands(cli=app)
+    state.harness().hook.register_commands(cli=app)
     return app
 
 

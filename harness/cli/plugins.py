@@ -18,7 +18,7 @@ def register(app: typer.Typer, state) -> None:
         vendor or log format name are listed below the table. Block plugins with
         HARNESS_BLOCK_PLUGINS=name1,name2.
         """
-        infos = list(state.plugin_manager().harness_info.values())
+        infos = list(state.harness().plugins.values())
         skipped = state.registry().skipped
         if json_output:
             import dataclasses

@@ -66,11 +66,11 @@ def register(app: typer.Typer, state) -> None:
             data_dir=data_dir, env_mode=env.value, hardware_config=hardware_config,
             job_id=job_id, node_rank=node_rank, launcher=launcher.value,
         )
-        pm, registry = state.plugin_manager(), state.registry()
-        context = plan(pm, registry, request)
-        observer = ConsoleObserver(registry, show_log=show_log)
+        harness = state.harness()
+        context = plan(harness, request)
+        observer = ConsoleObserver(state.registry(), show_log=show_log)
         try:
-            report = execute(pm, registry, context, request, observer)
+            report = execute(harness, context, request, observer)
         finally:
             observer.end_repeat()  # the bar runs from the first phase: stop it on any failure
         if context.node_rank:

@@ -1,48 +1,47 @@
-"""Lazily built plugin manager and registry shared by the commands of one invocation."""
+"""The Harness shared by the commands of one invocation, loaded on first use; plugin load and
+duplicate-registration warnings are printed as one-line warnings on stderr."""
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
+
+if TYPE_CHECKING:
+    from harness.app import Harness
+    from harness.registry import Registry
+
 
 class AppState:
-    def __init__(self, pm=None):
-        self._pm = pm
-        self._registry = None
+    def __init__(self, harness: Harness | None = None):
+        self._harness = harness
 
-    def plugin_manager(self):
-        if self._pm is None:
-            import warnings
+    def harness(self) -> Harness:
+        if self._harness is None:
+            from harness.app import Harness
+            from harness.plugin_manager import PluginLoadWarning
+            from harness.registry import DuplicateRegistrationWarning
 
-            from harness.plugin_manager import PluginLoadWarning, make_plugin_manager
+            with _echoed_warnings(PluginLoadWarning):
+                harness = Harness.load()
+            with _echoed_warnings(DuplicateRegistrationWarning):
+                harness.registry  # noqa: B018 - collected now, so that its warnings are shown
+            self._harness = harness
+        return self._harness
 
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", PluginLoadWarning)
-                self._pm = make_plugin_manager()
-            import typer
+    def registry(self) -> Registry:
+        return self.harness().registry
 
-            for warning in caught:
-                if issubclass(warning.category, PluginLoadWarning):
-                    typer.echo(f"warning: {warning.message}", err=True)
-        return self._pm
 
-    def registry(self):
-        if self._registry is None:
-            import warnings
+@contextmanager
+def _echoed_warnings(category: type[Warning]) -> Iterator[None]:
+    """Prints each warning of ``category`` raised inside as ``warning: ...`` on stderr."""
+    import warnings
 
-            import typer
+    import typer
 
-            from harness.registry import DuplicateRegistrationWarning, Registry
-
-            pm = self.plugin_manager()
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", DuplicateRegistrationWarning)
-                self._registry = Registry.from_plugins(pm)
-            for warning in caught:
-                if issubclass(warning.category, DuplicateRegistrationWarning):
-                    typer.echo(f"warning: {warning.message}", err=True)
-        return self._registry
-
-    def router(self):
-        """Owner-scoped hook calls over this invocation's plugins and registry."""
-        from harness.dispatch import HookRouter
-
-        return HookRouter(self.plugin_manager(), self.registry())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", category)
+        yield
+    for warning in caught:
+        if issubclass(warning.category, category):
+            typer.echo(f"warning: {warning.message}", err=True)

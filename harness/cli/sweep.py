@@ -118,7 +118,7 @@ def register(app: typer.Typer, state) -> None:
             cli_fields=frozenset({axis for axis, values in axes.items() if values}
                                  | (set(overrides) - {"set"})),
             cli_set_keys=frozenset(set(set_axes) | set(overrides.get("set", {}))))
-        planned = plan_sweep(state.plugin_manager(), registry, points, options)
+        planned = plan_sweep(state.harness(), points, options)
         todo = sum(1 for p in planned if p.state == "todo")
         counts = {s: sum(1 for p in planned if p.state == s) for s in ("done", "skipped", "invalid")}
         console.print(
@@ -136,7 +136,7 @@ def register(app: typer.Typer, state) -> None:
         from harness.sweep.runner import run_sweep
 
         summary = run_sweep(
-            state.plugin_manager(), registry, spec.name, planned, options, source=spec.source,
+            state.harness(), spec.name, planned, options, source=spec.source,
             observer_factory=lambda: ConsoleObserver(registry, show_log=show_log, console=console),
             emit=lambda text: console.print(f"[bold cyan]{text}[/bold cyan]", highlight=False),
         )

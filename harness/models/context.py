@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harness.models.case import CaseSpec
 from harness.models.config import ResolvedConfig
@@ -49,6 +49,10 @@ class RunContext(BaseModel):
     launcher: Launcher = Field("local", description=(
         "How the nodes were started: 'local' (the same command on every node), 'slurm' (one "
         "srun task per node; identity from Slurm's variables)."))
+    # Hook name -> plugin -> "implemented" | "wrapped" for the hook calls that planned this
+    # run (set by the planner's HookRouter.carry_plan): the start of the result's provenance.
+    # Not data of the run, so not a field.
+    _planning_hooks: dict[str, dict[str, str]] = PrivateAttr(default_factory=dict)
 
     @property
     def framework(self) -> str:

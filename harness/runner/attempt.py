@@ -19,6 +19,7 @@ from harness.result_builder import log_peak_memory, log_verdict, repeat_figures
 from harness.runner.observer import RunObserver, StepClock
 
 if TYPE_CHECKING:
+    from harness.app import Harness
     from harness.models import DatasetInfo, ExecutionEnv, LaunchSpec
 
 
@@ -91,7 +92,7 @@ class Attempt:
     status: str | None = None
     extras: dict[str, Any] = field(default_factory=dict)
     peak_memory: int | None = None
-    efficiency_router: HookRouter | None = None
+    router: HookRouter | None = None  # the run's hook calls, for provenance and efficiency
     outcomes: list[ProcessOutcome] = field(default_factory=list)
 
     def fail(self, status: str, reason: str) -> None:
@@ -99,10 +100,11 @@ class Attempt:
             self.status, self.reason = status, reason
 
 
-def run_repeats(pm, registry, context: RunContext, observer: RunObserver,
+def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
                 attempt: Attempt) -> None:
     settings = context.config.settings
-    router = attempt.efficiency_router = HookRouter(pm, registry)
+    # The run's router continues the planner's record: provenance covers planning and running.
+    router = attempt.router = harness.router(context)
     if context.memory_estimate is not None:
         from harness.memory_planner import planner_note
 
@@ -112,14 +114,10 @@ def run_repeats(pm, registry, context: RunContext, observer: RunObserver,
     attempt.stage = "data preparation"
     observer.stage("data", f"dataset {context.case.dataset}")
     attempt.dataset = router.prepare_data(context)
-    # The planner's router routed these two to the vendor's plugin; record them here too.
-    router.note("discover_devices", {router.vendor_owner(context.vendor)})
-    router.note("vendor_case_config", {router.vendor_owner(context.vendor)})
     flops = router.model_flops(context)
-    info = getattr(pm, "harness_info", {}).get(router.framework_owner(context.framework))
     # Built-in frameworks' scripts all print a read-back line; a third-party framework that
     # prints none is recorded as not read back rather than failed.
-    readback_required = info is not None and info.source == "builtin"
+    readback_required = harness.is_builtin(router.framework_owner(context.framework))
 
     total = context.repeats
     for index in range(1, total + 1):
@@ -129,7 +127,7 @@ def run_repeats(pm, registry, context: RunContext, observer: RunObserver,
         attempt.scripts += [s for s in launch.scripts if s not in attempt.scripts]
         log_path = context.run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
         observer.stage("train", f"repeat {index}/{total}")
-        clock = StepClock(observer, registry.log_formats.items)
+        clock = StepClock(observer, harness.registry.log_formats.items)
         clock.start_repeat(ctx, settings.max_steps, launch.log_format)
         attempt.launched = True
         try:

@@ -10,10 +10,8 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING
 
-from harness.dispatch import HookRouter
 from harness.errors import HarnessError, StorageError, UnavailableError, UserInputError
 from harness.models.context import RunContext
-from harness.registry import Registry
 from harness.results_io import atomic_write_text
 from harness.runner.attempt import Attempt, config_log_hints, log_hints, read_log, run_repeats
 from harness.runner.nodes import gather_nodes, record_node, send_record, start_collector
@@ -24,15 +22,14 @@ from harness.runner.request import RunReport, RunRequest, utcnow
 from harness.runner.signals import Terminated, deferred_signals, raise_for, stop_signals_raise
 
 if TYPE_CHECKING:
-    import pluggy
+    from harness.app import Harness
 
 __all__ = ["RunObserver", "RunReport", "RunRequest", "check_paths", "config_log_hints", "execute",
            "log_hints", "plan", "read_log", "replanned", "run_benchmark"]
 
 
 def execute(
-    pm: pluggy.PluginManager,
-    registry: Registry,
+    harness: Harness,
     context: RunContext,
     request: RunRequest,
     observer: RunObserver | None = None,
@@ -50,7 +47,7 @@ def execute(
     that does not fit) removes the run folder again and propagates. Raises
     :class:`~harness.errors.StorageError` when the result could not be written everywhere.
     """
-    reasons = (HookRouter(pm, registry).unsupported_reasons(context) if unsupported is None
+    reasons = (harness.router().unsupported_reasons(context) if unsupported is None
                else unsupported)
     if reasons:  # said before anything is launched or written, as a sweep skips such a point
         raise UnavailableError("; ".join(reasons))
@@ -68,7 +65,7 @@ def execute(
         try:
             try:
                 atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
-                run_repeats(pm, registry, context, observer, attempt)
+                run_repeats(harness, context, observer, attempt)
             except HarnessError as exc:
                 if not attempt.launched:
                     shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no half run folder
@@ -91,7 +88,7 @@ def execute(
             if context.node_rank:
                 report = record_node(context, attempt)
             else:
-                report = record_result(registry, context, request, attempt, nodes)
+                report = record_result(context, request, attempt, nodes)
         if held and report.result.status not in ("interrupted", "terminated"):
             raise_for(held[0])
         if context.node_rank and context.rendezvous_endpoint:
@@ -108,17 +105,15 @@ def _folder_exists_message(context: RunContext) -> str:
 
 
 def run_benchmark(
-    pm: pluggy.PluginManager,
+    harness: Harness,
     request: RunRequest,
     observer: RunObserver | None = None,
-    registry: Registry | None = None,
 ) -> RunReport:
     """Plan and execute one run in one call, for library users and tests.
 
     The CLI does not come through here: ``harness run`` (``harness/cli/run.py``) and sweeps
-    call :func:`plan` and :func:`execute` themselves, with the registry they already hold.
+    call :func:`plan` and :func:`execute` themselves.
     """
-    registry = registry or Registry.from_plugins(pm)
-    context = plan(pm, registry, request)
-    return execute(pm, registry, context, request, observer)
+    context = plan(harness, request)
+    return execute(harness, context, request, observer)
 

@@ -8,23 +8,21 @@ from typing import TYPE_CHECKING, Any
 from harness.cache import default_cache_dir
 from harness.case_string import parse_case_string
 from harness.config_resolution import parse_set_pairs, relabel_request_values, resolve_config
-from harness.dispatch import HookRouter
 from harness.errors import UnavailableError, UserInputError
 from harness.launch import job_identity, rendezvous_endpoint, slurm_identity
 from harness.models import DeviceSet, ResolvedConfig, VendorSpec
 from harness.models.context import RunContext
 from harness.provenance import code_digests
-from harness.registry import Registry
 from harness.results_io import new_run_id
 from harness.runner.request import RunRequest
 
 if TYPE_CHECKING:
-    import pluggy
+    from harness.app import Harness
 
     from harness.models import CaseSpec
 
 
-def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> RunContext:
+def plan(harness: Harness, request: RunRequest) -> RunContext:
     """Resolve names, devices, layout, repeats and config into the context of the run.
 
     The request is not changed: what plan() decides (including the case string's repeat
@@ -32,12 +30,13 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     UnavailableError on bad input.
     """
     check_paths(request)
+    registry = harness.registry
     parsed = parse_case_string(request.case)
     case = registry.cases.get(parsed.case)
     framework = request.framework or parsed.framework or registry.default_framework(case)
     registry.check_case_framework(case, framework)
     vendor = registry.vendors.get(request.vendor)
-    router = HookRouter(pm, registry)
+    router = harness.router()
     devices: DeviceSet = router.discover_devices(request.vendor)
 
     nproc, nproc_source = _plan_nproc(request, parsed.nproc, case, devices)
@@ -76,7 +75,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     owners = {router.framework_owner(framework), router.vendor_owner(request.vendor),
               *router.case_owners(case, "dataset"), *router.case_owners(case, "model")}
     vendor_config_path = vendor_config.path if vendor_config is not None else None
-    config = config.model_copy(update={"code": code_digests(pm, owners, vendor_config_path)})
+    config = config.model_copy(update={"code": code_digests(harness, owners, vendor_config_path)})
     identity = slurm or job_identity(request.job_id, request.node_rank, config.settings.nnodes)
     job_id, node_rank = identity.job_id, identity.node_rank
     endpoint = (rendezvous_endpoint(job_id, identity.master_addr)
@@ -101,7 +100,7 @@ def plan(pm: pluggy.PluginManager, registry: Registry, request: RunRequest) -> R
     )
     from harness.memory_planner import fit_to_memory
 
-    return fit_to_memory(router, context)
+    return router.carry_plan(fit_to_memory(router, context))
 
 
 def _run_id(case: str, framework: str, vendor: str, nnodes: int, job_id: str | None,

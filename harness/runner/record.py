@@ -14,7 +14,6 @@ from harness.models import BenchmarkResult
 from harness.models.context import RunContext
 from harness.models.result import NodeRecord, RepeatResult
 from harness.provenance import run_provenance
-from harness.registry import Registry
 from harness.result_builder import RUN_METHOD, FinalResult, build_result, modified_keys, repeat_figures
 from harness.results_io import write_run_files
 from harness.runner.attempt import Attempt
@@ -22,7 +21,7 @@ from harness.runner.request import RunReport, RunRequest, utcnow
 from harness.store import DamagedStoreError, ResultStore
 
 
-def record_result(registry: Registry, context: RunContext, request: RunRequest,
+def record_result(context: RunContext, request: RunRequest,
                   attempt: Attempt, nodes: list[NodeRecord] | None = None) -> RunReport:
     """Build the result and write it to the run folder and the database; each write is tried
     even when another failed (a full disk), and what failed is one StorageError."""
@@ -52,12 +51,11 @@ def record_result(registry: Registry, context: RunContext, request: RunRequest,
         peak_memory_bytes=attempt.peak_memory, devices=context.devices, dataset=attempt.dataset,
         repeats=repeats, device_metrics=attempt.extras, modified=modified_keys(context.config),
         readback=attempt.first_readback,
-        provenance=run_provenance(attempt.efficiency_router.pm, attempt.efficiency_router,
-                                  attempt.scripts, context.vendor_config_path)
-        if attempt.efficiency_router is not None else None,
+        provenance=run_provenance(attempt.router, attempt.scripts, context.vendor_config_path)
+        if attempt.router is not None else None,
     )
-    if attempt.efficiency_router is not None and attempt.env is not None:
-        result.efficiency = _efficiency(attempt.efficiency_router, context, result)
+    if attempt.router is not None and attempt.env is not None:
+        result.efficiency = _efficiency(attempt.router, context, result)
     result.memory_estimate = context.memory_estimate
     result.job_id, result.nodes = context.job_id, list(nodes or [])
     run_dir = context.run_dir

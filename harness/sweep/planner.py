@@ -26,11 +26,10 @@ from harness.store import ResultStore
 from harness.sweep.spec import SweepPoint
 
 if TYPE_CHECKING:
-    import pluggy
+    from harness.app import Harness
 
     from harness.models import BenchmarkResult, DeviceSet
     from harness.models.context import RunContext
-    from harness.registry import Registry
 
 PlanState = Literal["todo", "skipped", "done", "invalid"]
 
@@ -107,21 +106,22 @@ def default_repeat(devices: DeviceSet, scale: str) -> int:
     return 3 if devices.kind != "cpu" and scale == "full" else 1
 
 
-def plan_sweep(pm: pluggy.PluginManager, registry: Registry, points: list[SweepPoint],
+def plan_sweep(harness: Harness, points: list[SweepPoint],
                options: SweepOptions) -> list[PlannedRun]:
     store = ResultStore(options.output)
-    devices = _DeviceCache(HookRouter(pm, registry))
-    return [_plan_point(pm, registry, store, devices, index, point, options)
+    devices = _DeviceCache(harness.router())
+    return [_plan_point(harness, store, devices, index, point, options)
             for index, point in enumerate(points, start=1)]
 
 
-def _plan_point(pm, registry, store: ResultStore, device_cache: _DeviceCache, index: int,
+def _plan_point(harness: Harness, store: ResultStore, device_cache: _DeviceCache, index: int,
                 point: SweepPoint, options: SweepOptions) -> PlannedRun:
     def skipped(reason: str) -> PlannedRun:
         return PlannedRun(index, point, "skipped", reason)
 
     if not point.case:
         return PlannedRun(index, point, "invalid", "no case given (--case or a 'case' field)")
+    registry = harness.registry
     vendor = point.vendor or "cpu"
     if vendor not in registry.vendors:
         return skipped(f"vendor {vendor!r} is not provided by any installed plugin")
@@ -157,13 +157,13 @@ def _plan_point(pm, registry, store: ResultStore, device_cache: _DeviceCache, in
         hardware_config=point.hardware_config, origins=sweep_origins(point, options),
     )
     try:
-        context = plan(pm, registry, request)
+        context = plan(harness, request)
     except UnavailableError as exc:
         return skipped(str(exc))
     except UserInputError as exc:
         return PlannedRun(index, point, "invalid", str(exc), request=request)
     repeat = context.repeats  # plan() may take it from a case string
-    reasons = HookRouter(pm, registry).unsupported_reasons(context)
+    reasons = harness.router().unsupported_reasons(context)
     if reasons:
         return PlannedRun(index, point, "skipped", "; ".join(reasons), request, context,
                           repeat=repeat)

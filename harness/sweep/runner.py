@@ -17,9 +17,7 @@ from harness.sweep.planner import PlannedRun, SweepOptions
 from harness.sweep.progress import SweepObserver, SweepProgress
 
 if TYPE_CHECKING:
-    import pluggy
-
-    from harness.registry import Registry
+    from harness.app import Harness
 
 SWEEP_FILE = "sweep.json"  # written into each run folder: which sweep, group and label
 
@@ -83,8 +81,7 @@ def read_sweep_marker(run_dir: Path | None) -> dict:
 
 
 def run_sweep(
-    pm: pluggy.PluginManager,
-    registry: Registry,
+    harness: Harness,
     name: str,
     planned: list[PlannedRun],
     options: SweepOptions,
@@ -109,7 +106,7 @@ def run_sweep(
                 summary.rows.append(SweepRow(item, "not run", "the sweep was interrupted before it"))
                 continue
             try:
-                row = _row_of(pm, registry, name, source, item, len(planned), progress,
+                row = _row_of(harness, name, source, item, len(planned), progress,
                               observer_factory, emit)
             except (KeyboardInterrupt, Terminated) as exc:
                 # Between two runs (planning the next, writing a marker): nothing of this point
@@ -131,16 +128,16 @@ def _stop(summary: SweepSummary, exc: BaseException | None) -> None:
         summary.stop_exit_code = exc.exit_code
 
 
-def _row_of(pm, registry, name, source, item: PlannedRun, total: int, progress: SweepProgress,
+def _row_of(harness: Harness, name, source, item: PlannedRun, total: int, progress: SweepProgress,
             observer_factory, emit) -> SweepRow:
     if item.state == "done":
         return row_from_recorded(item)
     if item.state in ("skipped", "invalid"):
         return SweepRow(item, item.state, item.reason)
-    return _run_one(pm, registry, name, source, item, total, progress, observer_factory, emit)
+    return _run_one(harness, name, source, item, total, progress, observer_factory, emit)
 
 
-def _run_one(pm, registry, name, source, item: PlannedRun, total: int, progress: SweepProgress,
+def _run_one(harness: Harness, name, source, item: PlannedRun, total: int, progress: SweepProgress,
              observer_factory, emit) -> SweepRow:
     description = item.point.describe()
     progress.start_run()
@@ -148,11 +145,11 @@ def _run_one(pm, registry, name, source, item: PlannedRun, total: int, progress:
     request = item.request
     try:
         # Planned again right before it runs: a fresh run id (its timestamp) and devices.
-        context = plan(pm, registry, request)
+        context = plan(harness, request)
         observer = SweepObserver(observer_factory(), progress, emit, description)
         # A todo point: unsupported_reason, asked when it was planned, gave no reason (one
         # that did made it a skipped point), so the plugins are not asked again.
-        report = execute(pm, registry, context, request, observer, unsupported=[])
+        report = execute(harness, context, request, observer, unsupported=[])
     except KeyboardInterrupt:
         return SweepRow(item, "interrupted", "interrupted by the user before the run was recorded")
     except Terminated as exc:

@@ -14,9 +14,9 @@ def test_every_command_has_a_section():
     import typer
 
     from harness.cli.main import build_app
-    from harness.plugin_manager import make_plugin_manager
+    from harness.app import Harness
 
-    root = typer.main.get_command(build_app(make_plugin_manager(load_entrypoints=False)))
+    root = typer.main.get_command(build_app(Harness.load(load_entrypoints=False)))
     text = render()
     for name, command in root.commands.items():
         assert f"## `harness {name}`" in text

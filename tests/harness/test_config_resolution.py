@@ -142,10 +142,9 @@ def test_a_vendor_config_never_sets_the_measurement_window(key, value):
                                   "DP_8x1x1_16_1536x16"])
 def test_no_case_lets_vendors_set_the_measurement_window(case):
     from harness.measurement_window import LOCKED_KEYS
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
 
-    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    registry = Harness.load(load_entrypoints=False).registry
     assert not registry.cases.get(case).vendor_overridable & LOCKED_KEYS
 
 

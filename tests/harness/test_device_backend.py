@@ -8,8 +8,7 @@ import pytest
 
 from harness.errors import UnavailableError
 from harness.models.device import DeviceBackend, FrameworkDevice
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.runner.pipeline import RunRequest, plan
 
 
@@ -24,14 +23,14 @@ def test_precisions_serialise_sorted_so_the_config_hash_is_stable():
 
 
 @pytest.fixture
-def pm():
-    return make_plugin_manager(load_entrypoints=False, blocked=set())
+def harness():
+    return Harness.load(load_entrypoints=False, blocked=set())
 
 
-def test_plan_puts_the_vendors_backend_in_the_config(pm, tmp_path):
+def test_plan_puts_the_vendors_backend_in_the_config(harness, tmp_path):
     from harness_cpu.plugin import BACKEND
 
-    context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_125M", scale="smoke", output=tmp_path))
+    context = plan(harness, RunRequest(case="gpt3_125M", scale="smoke", output=tmp_path))
     assert context.config.device == BACKEND
     written = json.loads(context.config.model_dump_json())  # what config.json holds for the scripts
     assert written["device"]["frameworks"]["torch"] == {"device_type": "cpu", "import_modules": [],
@@ -40,7 +39,7 @@ def test_plan_puts_the_vendors_backend_in_the_config(pm, tmp_path):
     assert other.config_hash != context.config.config_hash  # the backend is part of the run
 
 
-def test_a_precision_the_backend_lacks_is_refused_before_launch(pm, tmp_path):
+def test_a_precision_the_backend_lacks_is_refused_before_launch(harness, tmp_path):
     with pytest.raises(UnavailableError, match="vendor 'cpu' has no fp16 .*use --precision bf16 or fp32"):
-        plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_125M", scale="smoke", precision="fp16",
+        plan(harness, RunRequest(case="gpt3_125M", scale="smoke", precision="fp16",
                                                        output=tmp_path))

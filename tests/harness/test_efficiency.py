@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.dispatch import HookRouter
 from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, FlopsEstimate
 from harness.models.efficiency import compute_efficiency
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.runner.pipeline import RunRequest, plan
 
 
@@ -66,8 +64,8 @@ class FakeGpuVendor:
 
 
 def test_hook_device_peak_flops():
-    pm = make_plugin_manager(load_entrypoints=False, extra=(FakeGpuVendor(),))
-    router = HookRouter(pm, Registry.from_plugins(pm))
+    harness = Harness.load(load_entrypoints=False, extra=(FakeGpuVendor(),))
+    router = harness.router()
     devices = router.discover_devices("fakegpu")
     assert router.device_peak_flops(devices, "bf16") == 100e12
     assert router.device_peak_flops(devices, "fp32") is None
@@ -76,9 +74,9 @@ def test_hook_device_peak_flops():
 
 
 def test_hook_model_flops(tmp_path):
-    pm = make_plugin_manager(load_entrypoints=False)
-    context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_1.3B", output=tmp_path))
-    estimate = HookRouter(pm, Registry.from_plugins(pm)).model_flops(context)
+    harness = Harness.load(load_entrypoints=False)
+    context = plan(harness, RunRequest(case="gpt3_1.3B", output=tmp_path))
+    estimate = harness.router().model_flops(context)
     # 24 layers, hidden 2048, seq 2048, vocab 50304: N = 24(12h² + 13h) + (V + s)h + 2h.
     h = 2048
     n = 24 * (12 * h * h + 13 * h) + (50304 + 2048) * h + 2 * h
@@ -88,9 +86,8 @@ def test_hook_model_flops(tmp_path):
 
 
 def test_accelerator_runs_default_to_every_visible_device(tmp_path):
-    pm = make_plugin_manager(load_entrypoints=False, extra=(FakeGpuVendor(),))
-    registry = Registry.from_plugins(pm)
-    context = plan(pm, registry, RunRequest(case="gpt3_1.3B", vendor="fakegpu", output=tmp_path))
+    harness = Harness.load(load_entrypoints=False, extra=(FakeGpuVendor(),))
+    context = plan(harness, RunRequest(case="gpt3_1.3B", vendor="fakegpu", output=tmp_path))
     assert context.config.settings.nproc == 3
-    context = plan(pm, registry, RunRequest(case="gpt3_1.3B", vendor="cpu", output=tmp_path))
+    context = plan(harness, RunRequest(case="gpt3_1.3B", vendor="cpu", output=tmp_path))
     assert context.config.settings.nproc == 1

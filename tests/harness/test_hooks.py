@@ -15,8 +15,8 @@ from harness.models import (
     ParsedLog, StepRecord, VendorSpec,
 )
 from harness.models.vendor_config import VendorCaseConfig
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import DuplicateRegistrationWarning, Registry
+from harness.app import Harness
+from harness.registry import DuplicateRegistrationWarning
 from harness.logformats.megatron import MegatronFormat
 from harness.runner.observer import RunObserver
 from harness.runner.pipeline import RunRequest, run_benchmark
@@ -119,36 +119,36 @@ class VendorWrapper:
 @pytest.fixture
 def toy():
     plugin = ToyPlugin()
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+    harness = Harness.load(load_entrypoints=False, blocked=set(),
                              extra=(plugin, VendorWrapper(plugin.calls)))
-    return pm, plugin
+    return harness, plugin
 
 
 @pytest.fixture
 def toy_report(toy, tmp_path):
-    pm, plugin = toy
+    harness, plugin = toy
     request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "results",
                          cache_dir=tmp_path / "cache")
-    return run_benchmark(pm, request), plugin
+    return run_benchmark(harness, request), plugin
 
 
 def test_hook_register_cases(toy):
-    registry = Registry.from_plugins(toy[0])
+    registry = toy[0].registry
     assert registry.cases.get("toy") == CASE
     assert "gpt3_6.7B" in registry.cases
 
 
 def test_hook_register_frameworks(toy):
-    registry = Registry.from_plugins(toy[0])
+    registry = toy[0].registry
     assert registry.frameworks_for(CASE) == ["toyfw"]
 
 
 def test_hook_register_vendors(toy):
-    assert "toyvendor" in Registry.from_plugins(toy[0]).vendors
+    assert "toyvendor" in toy[0].registry.vendors
 
 
 def test_hook_register_log_formats(toy):
-    formats = Registry.from_plugins(toy[0]).log_formats
+    formats = toy[0].registry.log_formats
     assert "toy-format" in formats and "megatron" in formats
 
 
@@ -201,7 +201,7 @@ def test_hook_parse_log(toy_report):
 
 
 def test_observer_sees_every_line(toy, tmp_path):
-    pm, _ = toy
+    harness, _ = toy
     seen = []
 
     class Recorder(RunObserver):
@@ -210,7 +210,7 @@ def test_observer_sees_every_line(toy, tmp_path):
 
     request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
                          cache_dir=tmp_path / "c")
-    run_benchmark(pm, request, observer=Recorder())
+    run_benchmark(harness, request, observer=Recorder())
     assert len(seen) == 3
 
 
@@ -222,21 +222,21 @@ def test_parsed_log_with_nan_marks_failure(tmp_path):
                              errors=["non-finite loss at iteration 1"])
 
     plugin = NanParser()
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+    harness = Harness.load(load_entrypoints=False, blocked=set(),
                              extra=(plugin, VendorWrapper(plugin.calls)))
     request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
                          cache_dir=tmp_path / "c")
-    result = run_benchmark(pm, request).result
+    result = run_benchmark(harness, request).result
     assert result.status == "failed" and "non-finite loss" in result.failure_reason
 
 
 def test_global_batch_comes_from_the_log_when_it_prints_one(toy, tmp_path):
     # The toy framework prints "global batch size: 8" while settings say 8 x 1 x 1 = 8 by
     # default; a vendor config of width 8 and micro batch 2 makes them differ.
-    pm, _ = toy
+    harness, _ = toy
     request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
                          cache_dir=tmp_path / "c", batch_size=2)
-    result = run_benchmark(pm, request).result
+    result = run_benchmark(harness, request).result
     assert result.micro_batch_size == 2 and result.global_batch_size == 8
 
 
@@ -253,7 +253,7 @@ def test_result_carries_the_loss_curve_of_the_log(toy_report):
 def test_a_plugin_cannot_answer_for_a_framework_or_vendor_it_did_not_register(toy, tmp_path):
     """Hooks reach only the owners: a bystander's run, parse_log, execute wrapper and device
     discovery are never called for the toy framework and vendor."""
-    pm, plugin = toy
+    harness, plugin = toy
 
     class Bystander:
         def __init__(self):
@@ -278,10 +278,10 @@ def test_a_plugin_cannot_answer_for_a_framework_or_vendor_it_did_not_register(to
             self.calls.append("discover_devices")
 
     bystander = Bystander()
-    pm.register(bystander)
+    harness.pm.register(bystander)
     request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
                          cache_dir=tmp_path / "c")
-    result = run_benchmark(pm, request).result
+    result = run_benchmark(harness, request).result
     assert result.status == "success" and result.steps_completed == 3
     assert bystander.calls == []
     assert plugin.calls[:2] == ["discover_devices", "vendor_case_config"]
@@ -297,11 +297,11 @@ def test_a_duplicate_registration_is_skipped_with_a_warning_naming_both_plugins(
         def register_cases(self, register):
             register(CASE.model_copy(update={"params": {"width": 1, "tag": "fake"}}))
 
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(ToyPlugin(), Impostor()))
+    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(ToyPlugin(), Impostor()))
     with pytest.warns(DuplicateRegistrationWarning) as caught:
-        registry = Registry.from_plugins(pm)
-    impostor = next(name for name, p in pm.list_name_plugin() if isinstance(p, Impostor))
-    toy = next(name for name, p in pm.list_name_plugin() if type(p) is ToyPlugin)
+        registry = harness.registry
+    impostor = next(name for name, p in harness.pm.list_name_plugin() if isinstance(p, Impostor))
+    toy = next(name for name, p in harness.pm.list_name_plugin() if type(p) is ToyPlugin)
     assert registry.frameworks.owner("toyfw") == toy and registry.cases.owner("toy") == toy
     assert registry.cases.get("toy").params["tag"] == "a"
     assert {(s.kind, s.name, s.skipped_plugin, s.kept_plugin) for s in registry.skipped} == {

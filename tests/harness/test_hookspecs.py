@@ -45,11 +45,13 @@ def hookimpls(tree: ast.AST, hook: str) -> list[ast.FunctionDef]:
 
 
 def _is_router(node: ast.AST) -> bool:
-    """``router`` or ``HookRouter(...)``: the core's owner-scoped hook caller (harness.dispatch)."""
+    """``router``, ``<harness>.router()`` or ``HookRouter(...)``: the core's owner-scoped hook
+    caller (harness.dispatch)."""
     if isinstance(node, ast.Name):
         return node.id == "router"
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-            and node.func.id == "HookRouter")
+    return isinstance(node, ast.Call) and (
+        (isinstance(node.func, ast.Name) and node.func.id == "HookRouter")
+        or (isinstance(node.func, ast.Attribute) and node.func.attr == "router"))
 
 
 def hook_calls(tree: ast.AST, hook: str) -> list[ast.Call]:
@@ -94,7 +96,7 @@ def test_every_hook_is_documented_with_an_example(hook):
 def test_every_hook_is_exercised_by_a_test(hook):
     exercising = [p for p in TESTS_DIR.rglob("test_*.py")
                   if p.resolve() != THIS_FILE and exercises(p.read_text(encoding="utf-8"), hook)]
-    assert exercising, f"no test module under tests/ implements (@hookimpl) or calls pm.hook.{hook}"
+    assert exercising, f"no test module under tests/ implements (@hookimpl) or calls harness.hook.{hook}"
 
 
 @pytest.mark.parametrize("hook", HOOKS)
@@ -109,14 +111,14 @@ def test_mentions_of_a_hook_do_not_count_as_exercising_it():
 def test_something():
     """run is mentioned here"""
     run = 1
-    pm.run(context=None)
-    assert "execute" in "pm.hook.execute("
+    harness.run(context=None)
+    assert "execute" in "harness.hook.execute("
 '''
     assert not exercises(mentioned, "run") and not exercises(mentioned, "execute")
     implemented = "class P:\n    @hookimpl(wrapper=True)\n    def run(self, context):\n        yield\n"
     assert not exercises(implemented, "run"), "an implementation without a test is not exercised"
     assert exercises(implemented + "def test_p():\n    pass\n", "run")
-    assert exercises("def test_p(pm):\n    pm.hook.execute(context=None)\n", "execute")
+    assert exercises("def test_p(harness):\n    harness.hook.execute(context=None)\n", "execute")
     assert exercises("def test_p():\n    harness.hookimpl\n@harness.hookimpl\ndef run(): pass\n", "run")
 
 

@@ -10,8 +10,7 @@ from harness.errors import UnavailableError
 from harness.memory_planner import PLANNER_SOURCE, planner_note, usable_bytes
 from harness.models import CaseSpec, DeviceInfo, DeviceSet, FrameworkSpec, VendorSpec
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.runner.pipeline import RunRequest, plan
 
 GIB = 2**30
@@ -60,9 +59,9 @@ class ToyGpuPlugin:
 
 def planned(memory_gib: float, *set_pairs: str):
     plugin = ToyGpuPlugin(memory_gib)
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(plugin,))
     request = RunRequest(case="toy", vendor="toygpu", framework="toyfw", set_pairs=list(set_pairs))
-    return plan(pm, Registry.from_plugins(pm), request), plugin
+    return plan(harness, request), plugin
 
 
 def test_hook_memory_plan():
@@ -87,10 +86,10 @@ def test_keys_set_on_the_command_line_are_never_changed():
 
 def test_keys_a_sweep_file_set_are_never_changed():
     plugin = ToyGpuPlugin(30)
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(plugin,))
     request = RunRequest(case="toy", vendor="toygpu", framework="toyfw", set_pairs=["width=4"],
                          origins={"width": "sweep:toy.toml"})
-    context = plan(pm, Registry.from_plugins(pm), request)
+    context = plan(harness, request)
     assert context.config.sources["width"] == "sweep:toy.toml"
     assert context.config.params["width"] == 4 and context.config.params["offload"] == "cpu"
 
@@ -110,17 +109,17 @@ def test_usable_memory_leaves_a_reserve():
 
 
 def _toy_pm(memory_gib: float):
-    return make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(ToyGpuPlugin(memory_gib),))
+    return Harness.load(load_entrypoints=False, blocked=set(), extra=(ToyGpuPlugin(memory_gib),))
 
 
 def test_a_sweep_skips_a_point_that_does_not_fit_with_the_reason(tmp_path):
     from harness.sweep.planner import SweepOptions, plan_sweep
     from harness.sweep.spec import SweepPoint
 
-    pm = _toy_pm(10)
+    harness = _toy_pm(10)
     point = SweepPoint(case="toy", vendor="toygpu", framework="toyfw",
                        set=(("offload", "none"), ("width", 4)))
-    [planned_point] = plan_sweep(pm, Registry.from_plugins(pm), [point],
+    [planned_point] = plan_sweep(harness, [point],
                                  SweepOptions(output=tmp_path / "results"))
     assert planned_point.state == "skipped"
     assert "Toy GPU" in planned_point.reason and "Would fit" in planned_point.reason
@@ -130,7 +129,7 @@ def test_harness_run_refuses_in_one_line_with_exit_2(tmp_path, capsys, monkeypat
     import harness.cli.main as cli_main
 
     app = cli_main.build_app(_toy_pm(10))
-    monkeypatch.setattr(cli_main, "build_app", lambda pm=None: app)
+    monkeypatch.setattr(cli_main, "build_app", lambda harness=None: app)
     code = cli_main.main(["run", "--case", "toy", "--vendor", "toygpu", "--framework", "toyfw",
                           "--set", "width=4", "--set", "offload=none", "--output", str(tmp_path / "r")])
     err = capsys.readouterr().err

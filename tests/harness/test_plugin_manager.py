@@ -8,23 +8,25 @@ import pluggy
 import pytest
 
 from harness import hookimpl
-from harness.plugin_manager import DEFAULT_PLUGINS, make_plugin_manager
+from harness.app import Harness
+from harness.errors import UserInputError
+from harness.plugin_manager import DEFAULT_PLUGINS, ESSENTIAL_PLUGINS, EssentialPluginError
 from tests.conftest import run_cli
 
 
 def test_builtins_are_registered_like_any_plugin():
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set())
+    harness = Harness.load(load_entrypoints=False, blocked=set())
     for name in DEFAULT_PLUGINS:
-        assert pm.get_plugin(name) is not None
-    info = pm.harness_info["harness_pytorch.plugin"]
+        assert harness.pm.get_plugin(name) is not None
+    info = harness.plugins["harness_pytorch.plugin"]
     assert "run" in info.hooks and "prepare_env" in info.hooks
 
 
 def test_blocked_builtin_is_not_loaded(monkeypatch):
     monkeypatch.setenv("HARNESS_BLOCK_PLUGINS", "harness_nvidia.plugin, something_else")
-    pm = make_plugin_manager(load_entrypoints=False)
-    assert pm.get_plugin("harness_nvidia.plugin") is None
-    assert pm.get_plugin("harness_cpu.plugin") is not None
+    harness = Harness.load(load_entrypoints=False)
+    assert harness.pm.get_plugin("harness_nvidia.plugin") is None
+    assert harness.pm.get_plugin("harness_cpu.plugin") is not None
 
 
 def _fail_to_import(monkeypatch, failing: str) -> None:
@@ -47,12 +49,40 @@ def test_builtin_that_fails_to_import_is_skipped_with_a_warning(monkeypatch):
 
     _fail_to_import(monkeypatch, "harness_nvidia.plugin")
     with pytest.warns(PluginLoadWarning) as caught:
-        pm = make_plugin_manager(load_entrypoints=False, blocked=set())
+        harness = Harness.load(load_entrypoints=False, blocked=set())
     [warning] = [str(w.message) for w in caught]
     assert warning.startswith("built-in plugin 'harness_nvidia.plugin' failed to import and was "
                               "skipped: ModuleNotFoundError: No module named 'pynvml'")
-    assert pm.get_plugin("harness_nvidia.plugin") is None
-    assert pm.get_plugin("harness_cpu.plugin") is not None
+    assert harness.pm.get_plugin("harness_nvidia.plugin") is None
+    assert harness.pm.get_plugin("harness_cpu.plugin") is not None
+
+
+@pytest.mark.parametrize("essential", sorted(ESSENTIAL_PLUGINS))
+def test_an_essential_builtin_that_fails_to_import_is_an_error(monkeypatch, essential):
+    _fail_to_import(monkeypatch, essential)
+    with pytest.raises(EssentialPluginError, match=f"built-in plugin '{essential}' failed to import"):
+        Harness.load(load_entrypoints=False, blocked=set())
+
+
+def test_the_cli_says_in_one_line_that_an_essential_builtin_failed_to_import(monkeypatch, capsys):
+    from harness.cli.main import main
+
+    _fail_to_import(monkeypatch, "harness_cases.plugin")
+    assert main(["list", "cases"]) == 1
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: built-in plugin 'harness_cases.plugin' failed to import")
+
+
+def test_an_essential_builtin_cannot_be_blocked(monkeypatch, capsys):
+    from harness.cli.main import main
+
+    monkeypatch.setenv("HARNESS_BLOCK_PLUGINS", "harness_nvidia.plugin,harness.builtin.core")
+    with pytest.raises(UserInputError, match="HARNESS_BLOCK_PLUGINS names harness.builtin.core"):
+        Harness.load(load_entrypoints=False)
+    assert main(["list", "vendors"]) == 2
+    [line] = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: HARNESS_BLOCK_PLUGINS names harness.builtin.core: the core's "
+                           "own plugins cannot be blocked")
 
 
 def test_cli_carries_on_without_a_builtin_that_fails_to_import(monkeypatch, capsys):
@@ -73,7 +103,7 @@ def test_unknown_hook_implementation_is_rejected():
             return None
 
     with pytest.raises(pluggy.PluginValidationError):
-        make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(Typo(),))
+        Harness.load(load_entrypoints=False, blocked=set(), extra=(Typo(),))
 
 
 def test_entry_point_plugin_is_listed_with_version_and_hooks(cli_env, tmp_path):

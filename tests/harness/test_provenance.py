@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 from harness import hookimpl
-from harness.dispatch import HookRouter
 from harness.models import DeviceInfo, DeviceSet, VendorSpec
-from harness.plugin_manager import make_plugin_manager
+from harness.app import Harness
 from harness.provenance import code_digests, plugin_source_files, run_provenance
-from harness.registry import Registry
 from harness.runner.pipeline import RunRequest, plan
 
 
@@ -25,15 +23,15 @@ class AcmeVendor:
         return (yield)
 
 
-def _plan(pm, tmp_path, vendor="cpu"):
+def _plan(harness, tmp_path, vendor="cpu"):
     request = RunRequest(case="gpt3_125M", vendor=vendor, framework="pytorch", scale="smoke",
                          output=tmp_path / "results", cache_dir=tmp_path / "cache")
-    return plan(pm, Registry.from_plugins(pm), request)
+    return plan(harness, request)
 
 
 def test_the_router_records_who_implemented_or_wrapped_each_hook():
-    pm = make_plugin_manager(load_entrypoints=False, extra=(AcmeVendor(),))
-    router = HookRouter(pm, Registry.from_plugins(pm))
+    harness = Harness.load(load_entrypoints=False, extra=(AcmeVendor(),))
+    router = harness.router()
     router.discover_devices("acme")
     router.note("run", {router.framework_owner("pytorch"), router.vendor_owner("acme")})
     used = router.hooks_by_plugin()
@@ -42,7 +40,7 @@ def test_the_router_records_who_implemented_or_wrapped_each_hook():
     assert used["harness_pytorch.plugin"] == {"run": "implemented"}
     assert "harness_cpu.plugin" not in used  # another vendor's plugin took no part
 
-    provenance = run_provenance(pm, router, [__file__], None)
+    provenance = run_provenance(router, [__file__], None)
     records = {p.name: p for p in provenance.plugins}
     assert records[acme].builtin is False and records[acme].hooks["run"] == "wrapped"
     assert records["harness_pytorch.plugin"].builtin and records["harness_pytorch.plugin"].version
@@ -51,39 +49,39 @@ def test_the_router_records_who_implemented_or_wrapped_each_hook():
 
 
 def test_a_plugins_source_is_its_package_with_its_scripts():
-    pm = make_plugin_manager(load_entrypoints=False)
-    names = {p.name for p in plugin_source_files(pm, "harness_pytorch.plugin")}
+    harness = Harness.load(load_entrypoints=False)
+    names = {p.name for p in plugin_source_files(harness, "harness_pytorch.plugin")}
     assert {"plugin.py", "train_gpt.py", "gpt_model.py"} <= names
-    assert "readback.py" in {p.name for p in plugin_source_files(pm, "harness_cases.plugin")}
+    assert "readback.py" in {p.name for p in plugin_source_files(harness, "harness_cases.plugin")}
 
 
 def test_config_hash_covers_the_plugin_set_and_the_code(tmp_path, monkeypatch):
-    pm = make_plugin_manager(load_entrypoints=False)
-    context = _plan(pm, tmp_path)
+    harness = Harness.load(load_entrypoints=False)
+    context = _plan(harness, tmp_path)
     assert {"plugins", "source:harness_pytorch.plugin", "source:harness_cpu.plugin",
             "source:harness_cases.plugin"} <= set(context.config.code)
-    assert _plan(pm, tmp_path).config.config_hash == context.config.config_hash  # stable
+    assert _plan(harness, tmp_path).config.config_hash == context.config.config_hash  # stable
 
     # One more plugin loaded: a different config.
-    other = make_plugin_manager(load_entrypoints=False, extra=(AcmeVendor(),))
+    other = Harness.load(load_entrypoints=False, extra=(AcmeVendor(),))
     assert _plan(other, tmp_path).config.config_hash != context.config.config_hash
 
     # A changed training script: a different config.
     import harness.provenance as provenance
 
-    script = next(p for p in plugin_source_files(pm, "harness_pytorch.plugin") if p.name == "train_gpt.py")
+    script = next(p for p in plugin_source_files(harness, "harness_pytorch.plugin") if p.name == "train_gpt.py")
     real = provenance._file_sha
     monkeypatch.setattr(provenance, "_file_sha",
                         lambda path: "changed" if path == script else real(path))
-    changed = code_digests(pm, {"harness_pytorch.plugin"}, None)
+    changed = code_digests(harness, {"harness_pytorch.plugin"}, None)
     assert changed["source:harness_pytorch.plugin"] != context.config.code["source:harness_pytorch.plugin"]
 
 
 def test_the_vendor_config_file_is_digested(tmp_path):
     config_file = tmp_path / "default.toml"
     config_file.write_text("[values]\nmicro_batch_size = 2\n")
-    pm = make_plugin_manager(load_entrypoints=False)
-    digests = code_digests(pm, set(), str(config_file))
+    harness = Harness.load(load_entrypoints=False)
+    digests = code_digests(harness, set(), str(config_file))
     assert digests["vendor_config"] == __import__("hashlib").sha256(config_file.read_bytes()).hexdigest()
 
 
@@ -107,9 +105,21 @@ def test_the_vendor_config_is_named_from_its_package_not_this_machines_folders()
 
     import harness_nvidia
 
-    pm = make_plugin_manager(load_entrypoints=False)
-    router = HookRouter(pm, Registry.from_plugins(pm))
+    harness = Harness.load(load_entrypoints=False)
+    router = harness.router()
     config = next((Path(harness_nvidia.__file__).parent / "configs").rglob("*.toml"))
-    provenance = run_provenance(pm, router, [], str(config))
+    provenance = run_provenance(router, [], str(config))
     assert provenance.vendor_config.startswith("harness_nvidia/configs/")
     assert provenance.vendor_config_sha256 == __import__("hashlib").sha256(config.read_bytes()).hexdigest()
+
+
+def test_a_runs_router_continues_the_record_of_the_router_that_planned_it(tmp_path):
+    harness = Harness.load(load_entrypoints=False, extra=(AcmeVendor(),))
+    context = _plan(harness, tmp_path, vendor="acme")
+    acme = harness.registry.vendors.owner("acme")
+    assert harness.router().hooks_by_plugin() == {}
+    planned = harness.router(context).hooks_by_plugin()
+    assert planned[acme] == {"discover_devices": "implemented"}
+    # a later copy of the context (a next repeat, another run id) keeps the planning record
+    again = context.model_copy(update={"run_id": "other"})
+    assert harness.router(again).hooks_by_plugin() == planned

@@ -6,13 +6,12 @@ import pytest
 
 from harness.errors import UnavailableError
 from harness.models import CaseSpec
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 
 
 @pytest.fixture(scope="module")
 def registry():
-    return Registry.from_plugins(make_plugin_manager())
+    return Harness.load().registry
 
 
 def test_pytorch_is_the_default_where_it_implements_the_case(registry):

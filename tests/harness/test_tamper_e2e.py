@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from harness.plugin_manager import make_plugin_manager
+from harness.app import Harness
 from harness.runner.pipeline import RunRequest, run_benchmark
 from harness.store import ResultStore
 from tests.harness.tampering_vendors import HalfLayersVendor
@@ -20,10 +20,10 @@ pytestmark = pytest.mark.slow
 
 
 def test_halved_layers_through_a_run_wrapper_is_invalid(tmp_path):
-    pm = make_plugin_manager(load_entrypoints=False, extra=(HalfLayersVendor(),))
+    harness = Harness.load(load_entrypoints=False, extra=(HalfLayersVendor(),))
     request = RunRequest(case="gpt3_125M", vendor="halfco", framework="pytorch", scale="smoke",
                          max_steps=6, output=tmp_path / "results", cache_dir=tmp_path / "cache")
-    report = run_benchmark(pm, request)
+    report = run_benchmark(harness, request)
     result = report.result
 
     assert result.status == "invalid" and result.job_failed

@@ -42,14 +42,13 @@ def legacy_index(tmp_path: Path, result: dict) -> dict:
 
 def plan_context(tmp_path: Path, case: str, framework: str, *, nproc: int = 1, scale: str = "smoke"):
     """The RunContext `harness run` would build (cpu vendor), without running anything."""
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
     from harness.runner.pipeline import RunRequest, plan
 
-    pm = make_plugin_manager(load_entrypoints=False)
+    harness = Harness.load(load_entrypoints=False)
     request = RunRequest(case=case, vendor="cpu", framework=framework, scale=scale, nproc=nproc,
                          output=tmp_path / "results", cache_dir=tmp_path / "cache")
-    return plan(pm, Registry.from_plugins(pm), request)
+    return plan(harness, request)
 
 
 def parse_as_launched(context, log_path: Path):
@@ -57,14 +56,12 @@ def parse_as_launched(context, log_path: Path):
     framework's launch declares (``harness.runner.attempt.read_log``)."""
     import sys
 
-    from harness.dispatch import HookRouter
     from harness.models import DatasetInfo, ExecutionEnv
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
     from harness.runner.pipeline import log_hints
 
-    pm = make_plugin_manager(load_entrypoints=False)
-    router = HookRouter(pm, Registry.from_plugins(pm))
+    harness = Harness.load(load_entrypoints=False)
+    router = harness.router()
     env = ExecutionEnv(python=sys.executable, framework=context.framework)
     dataset = DatasetInfo(kind=context.case.dataset, path=str(log_path.parent),
                           files=["data_ids.npy", "data_idx.npz"], synthesized=True)
@@ -77,17 +74,14 @@ def parse_as_launched(context, log_path: Path):
 def unsupported_reasons(tmp_path):
     """``reasons(case, framework, **RunRequest fields)``: what the plugins say they cannot run,
     for the run planned from that request on the cpu vendor at smoke scale."""
-    from harness.dispatch import HookRouter
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
     from harness.runner.pipeline import RunRequest, plan
 
-    pm = make_plugin_manager(load_entrypoints=False)
-    registry = Registry.from_plugins(pm)
+    harness = Harness.load(load_entrypoints=False)
 
     def reasons(case: str, framework: str, **fields) -> list[str]:
         request = RunRequest(case=case, vendor="cpu", framework=framework, scale="smoke",
                              output=tmp_path, cache_dir=tmp_path, **fields)
-        return HookRouter(pm, registry).unsupported_reasons(plan(pm, registry, request))
+        return harness.router().unsupported_reasons(plan(harness, request))
 
     return reasons

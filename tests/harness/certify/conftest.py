@@ -4,14 +4,12 @@ import pytest
 
 
 @pytest.fixture(scope="session")
-def pm():
-    from harness.plugin_manager import make_plugin_manager
+def harness():
+    from harness.app import Harness
 
-    return make_plugin_manager(load_entrypoints=False)
+    return Harness.load(load_entrypoints=False)
 
 
 @pytest.fixture(scope="session")
-def registry(pm):
-    from harness.registry import Registry
-
-    return Registry.from_plugins(pm)
+def registry(harness):
+    return harness.registry

@@ -13,7 +13,7 @@ from harness.cli.main import main
 pytestmark = pytest.mark.slow
 
 
-def test_smoke_suite_certifies_and_verifies(tmp_path, capsys, pm, registry):
+def test_smoke_suite_certifies_and_verifies(tmp_path, capsys, harness, registry):
     from harness.certify import convergence
     from harness.certify.evaluate import reparse_run
     from harness.certify.signing import generate_keypair
@@ -51,7 +51,7 @@ def test_smoke_suite_certifies_and_verifies(tmp_path, capsys, pm, registry):
     # the band that the certified repeats were inside.
     request = RunRequest(case="gpt3_125M", vendor="cpu", scale="smoke", max_steps=12,
                          set_pairs=["skip_steps=4", "learning_rate=0.03"], output=tmp_path / "lr10x" / "runs")
-    report = run_benchmark(pm, request, registry=registry)
+    report = run_benchmark(harness, request)
     assert report.result.status == "success"
     losses = reparse_run(registry, tmp_path / "lr10x", report.result.run_id).losses
     reference = convergence.load_reference("gpt3_125M", "smoke", "pytorch", 8, 12)

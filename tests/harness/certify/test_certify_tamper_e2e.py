@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from harness.cli.main import build_app
-from harness.plugin_manager import make_plugin_manager
+from harness.app import Harness
 from tests.harness.tampering_vendors import HalfLayersVendor
 
 pytestmark = pytest.mark.slow
@@ -27,7 +27,7 @@ HALVED = "num_layers 1 (expected 2)"  # the read-back reason: key, value read, v
 
 
 def test_halved_layers_fail_certification_naming_num_layers(tmp_path):
-    app = build_app(make_plugin_manager(load_entrypoints=False, extra=(HalfLayersVendor(),)))
+    app = build_app(Harness.load(load_entrypoints=False, extra=(HalfLayersVendor(),)))
     run = CliRunner().invoke(app, ["certify", "run", "--vendor", "halfco", "--suite", str(ONE_POINT),
                                    "--output", str(tmp_path)])
     assert run.exit_code == 1, run.output

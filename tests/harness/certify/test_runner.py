@@ -48,20 +48,18 @@ class WindowMovingVendor:
 
 
 @pytest.fixture
-def tampering_pm():
-    from harness.plugin_manager import make_plugin_manager
+def tampering_harness():
+    from harness.app import Harness
 
-    return make_plugin_manager(load_entrypoints=False, extra=(WindowMovingVendor(),))
+    return Harness.load(load_entrypoints=False, extra=(WindowMovingVendor(),))
 
 
-def test_a_vendor_config_moving_the_window_is_refused(tmp_path, tampering_pm):
+def test_a_vendor_config_moving_the_window_is_refused(tmp_path, tampering_harness):
     from harness.certify.runner import CertifyRequest, run_certification
     from harness.certify.suite import Suite, parse_suite_text
-    from harness.registry import Registry
 
-    registry = Registry.from_plugins(tampering_pm)
     suite = Suite(spec=parse_suite_text(SUITE, "t"), text=SUITE, source="test")
-    outcome = run_certification(tampering_pm, registry,
+    outcome = run_certification(tampering_harness,
                                 CertifyRequest(suite=suite, vendor="windowmover", output=tmp_path))
     cert = outcome.certification
     assert not cert.passed
@@ -72,7 +70,7 @@ def test_a_vendor_config_moving_the_window_is_refused(tmp_path, tampering_pm):
     assert "skip_steps" in (outcome.folder / "report.md").read_text()
 
 
-def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, registry, monkeypatch):
+def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, harness, registry, monkeypatch):
     """``certify run`` replaying the recorded bundle's runs (execute copies them in): one plan
     and one unsupported_reason ask per point with a run of its own per repeat, one parse per log (the evaluation's, which
     the report reuses), and the recorded verdict."""
@@ -92,10 +90,10 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, regis
     plans, contexts, parsed = [], [], []
 
     def counting_plan(*args):
-        plans.append(args[2])
+        plans.append(args[1])
         return real_plan(*args)
 
-    def replay(pm, registry, context, request, observer=None, *, unsupported=None):
+    def replay(harness, context, request, observer=None, *, unsupported=None):
         assert unsupported == []  # asked by the runner once for the point, not again per repeat
         contexts.append(context)
         run_id = next(recorded_runs)
@@ -129,7 +127,7 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, pm, regis
         def point(self, label, repeat, repeats, index, total):
             progress.append((repeat, repeats, index, total))
 
-    outcome = runner.run_certification(pm, registry, runner.CertifyRequest(
+    outcome = runner.run_certification(harness, runner.CertifyRequest(
         suite=suite, vendor="cpu", output=tmp_path / "out"), Progress())
 
     assert progress == [(1, 3, 1, 3), (2, 3, 2, 3), (3, 3, 3, 3)]
@@ -172,12 +170,11 @@ class TinyGpuVendor:
 def test_a_point_that_does_not_fit_in_memory_is_refused_as_not_runnable_here(tmp_path):
     from harness.certify.runner import CertifyRequest, run_certification
     from harness.certify.suite import Suite, parse_suite_text
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
 
-    pm = make_plugin_manager(load_entrypoints=False, extra=(TinyGpuVendor(),))
+    harness = Harness.load(load_entrypoints=False, extra=(TinyGpuVendor(),))
     suite = Suite(spec=parse_suite_text(SUITE, "t"), text=SUITE, source="test")
-    outcome = run_certification(pm, Registry.from_plugins(pm),
+    outcome = run_certification(harness,
                                 CertifyRequest(suite=suite, vendor="tinygpu", output=tmp_path))
     refused = outcome.certification.points[0].refused
     assert refused.startswith("cannot run on this machine: gpt3_125M needs about"), refused
@@ -206,14 +203,13 @@ def test_a_point_the_plugins_refuse_is_not_run_and_asked_once(tmp_path, monkeypa
     from harness.certify import runner
     from harness.certify.runner import CertifyRequest, run_certification
     from harness.certify.suite import Suite, parse_suite_text
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
 
     vendor = RefusingVendor()
-    pm = make_plugin_manager(load_entrypoints=False, extra=(vendor,))
+    harness = Harness.load(load_entrypoints=False, extra=(vendor,))
     monkeypatch.setattr(runner, "execute", lambda *a, **k: pytest.fail("a refused point ran"))
     suite = Suite(spec=parse_suite_text(SUITE, "t"), text=SUITE, source="test")
-    outcome = run_certification(pm, Registry.from_plugins(pm),
+    outcome = run_certification(harness,
                                 CertifyRequest(suite=suite, vendor="windowmover", output=tmp_path))
     point = outcome.certification.points[0]
     assert point.refused.startswith("cannot run on this machine: no kernels for this test device")

@@ -28,25 +28,25 @@ nproc = [1, "all"]
 """
 
 
-def test_builtin_suites_load_and_expand(registry):
+def test_builtin_suites_load_and_expand(harness, registry):
     names = set(suite_sources())
     assert {"smoke", "gpt3", "ngc_bert_base", "resnet50", "mobilenet_v1"} <= names
     for name in names:
-        suite = load_suite(name, registry)
+        suite = load_suite(name, harness)
         assert plan_points(suite, registry, device_count=8)
-    smoke = plan_points(load_suite("smoke", registry), registry, device_count=1)
+    smoke = plan_points(load_suite("smoke", harness), registry, device_count=1)
     assert [(p.case, p.nproc) for p in smoke] == [
         ("gpt3_125M", 1), ("gpt3_125M", 2), ("bert_base_seq128", 1), ("bert_base_seq128", 2),
         ("resnet50", 1), ("resnet50", 2)]
-    assert load_suite("gpt3", registry).spec.suite.repeats >= 5  # full suites: 5 repeats
+    assert load_suite("gpt3", harness).spec.suite.repeats >= 5  # full suites: 5 repeats
 
 
-def test_the_benchmark_suites_in_the_repository_load(registry):
+def test_the_benchmark_suites_in_the_repository_load(harness, registry):
     folder = Path(__file__).resolve().parents[3] / "benchmarks" / "certify"
     files = sorted(folder.glob("*.toml"))
     assert files
     for path in files:
-        suite = load_suite(str(path), registry)
+        suite = load_suite(str(path), harness)
         assert plan_points(suite, registry, device_count=max(max(p.nproc) for p in suite.spec.point))
         # Their committed reference bands were recorded with fp32 parameters under autocast, at a
         # global batch each suite must pin: a vendor default may change (it did: mbs 8 -> 16 x 4).
@@ -58,10 +58,10 @@ def test_the_benchmark_suites_in_the_repository_load(registry):
                                                   suite.spec.suite.max_steps) is not None, path.name
 
 
-def test_all_layout_is_the_device_count_and_deduplicated(registry, tmp_path):
+def test_all_layout_is_the_device_count_and_deduplicated(harness, registry, tmp_path):
     path = tmp_path / "t.toml"
     path.write_text(GOOD)
-    suite = load_suite(str(path), registry)
+    suite = load_suite(str(path), harness)
     assert [p.nproc for p in plan_points(suite, registry, device_count=8)] == [1, 8]
     assert [p.nproc for p in plan_points(suite, registry, device_count=1)] == [1]
 
@@ -76,11 +76,11 @@ def test_all_layout_is_the_device_count_and_deduplicated(registry, tmp_path):
     (GOOD.replace('kind = "smoke"', 'kind = "full"'), "needs repeats >= 5"),
     (GOOD.replace('case = "gpt3_125M"', 'case = "gpt3_999M"'), "gpt3_999M"),
 ])
-def test_bad_suite_files(registry, tmp_path, text, message):
+def test_bad_suite_files(harness, tmp_path, text, message):
     path = tmp_path / "bad.toml"
     path.write_text(text)
     with pytest.raises(UserInputError, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
-        load_suite(str(path), registry)
+        load_suite(str(path), harness)
     assert "\n" not in str(info.value)
 
 
@@ -106,7 +106,7 @@ def test_suites_command_lists_what_each_runs(capsys):
 
 def test_hook_certify_suites(tmp_path, registry):
     """A plugin's suite is listed and loadable by name; it cannot replace a built-in one."""
-    from harness.plugin_manager import make_plugin_manager
+    from harness.app import Harness
 
     mine = tmp_path / "acme_llm.toml"
     mine.write_text(GOOD)
@@ -118,8 +118,8 @@ def test_hook_certify_suites(tmp_path, registry):
         def certify_suites(self):
             return [mine, shadow]
 
-    pm = make_plugin_manager(load_entrypoints=False, extra=(Plugin(),))
-    sources = suite_sources(pm)
+    harness = Harness.load(load_entrypoints=False, extra=(Plugin(),))
+    sources = suite_sources(harness)
     assert sources["acme_llm"] == (mine, "plugin")
     assert sources["smoke"] == (BUILTIN_DIR / "smoke.toml", "builtin")
-    assert load_suite("acme_llm", registry, pm).source == "plugin:acme_llm"
+    assert load_suite("acme_llm", harness).source == "plugin:acme_llm"

@@ -10,8 +10,7 @@ from rich.console import Console
 
 from harness.cli.progress import WARMUP_PHASE, ConsoleObserver, eta_seconds, format_duration
 from harness.cli.summary import print_summary
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from tests.harness.report.conftest import megatron_lines
 from tests.harness.report.factory import make_result
 
@@ -20,7 +19,7 @@ CONTEXT = SimpleNamespace(config=SimpleNamespace(params={"seq_len": 128}),
 
 
 def _registry():
-    return Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    return Harness.load(load_entrypoints=False).registry
 
 
 def test_phases_before_the_first_step():

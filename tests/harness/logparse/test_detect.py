@@ -6,8 +6,7 @@ import pytest
 
 from harness.errors import UserInputError
 from harness.logparse.detect import detect_format
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 
 SAMPLES = {
     "megatron": " iteration       10/     100 | consumed samples:          160 | elapsed time per iteration "
@@ -36,7 +35,7 @@ PREAMBLE = "".join(f"setting up {i}: ips: none, loss: fine, speed: ok\n" for i i
 
 @pytest.fixture(scope="module")
 def formats():
-    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    registry = Harness.load(load_entrypoints=False).registry
     return list(registry.log_formats.items.values())
 
 

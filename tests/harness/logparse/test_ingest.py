@@ -8,8 +8,7 @@ import pytest
 
 from harness.errors import UserInputError
 from harness.logparse.ingest import ParseRequest, ingest, parse_log_file
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 
 STEP = ("total step: {step}, epoch: 0, batch: {step}, loss: {loss}, avg_reader_cost: 0.1 sec, "
         "avg_batch_cost: 0.5 sec, avg_samples: 96.00000, ips: {ips} sequences/sec\n")
@@ -18,7 +17,7 @@ LAUNCH = "LAUNCH INFO 2023-07-28 07:49:49,627 devices: 0,1,2,3\n"
 
 @pytest.fixture(scope="module")
 def registry():
-    return Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    return Harness.load(load_entrypoints=False).registry
 
 
 def log(tmp_path, text: str, name: str = "bert_bs96_fp16_log"):

@@ -87,8 +87,7 @@ def test_format_is_detected(entry):
 
 
 def test_every_manifest_format_is_registered():
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
 
-    names = Registry.from_plugins(make_plugin_manager(load_entrypoints=False)).log_formats.names()
+    names = Harness.load(load_entrypoints=False).registry.log_formats.names()
     assert {e["format"] for e in _entries()} <= set(names)

@@ -7,8 +7,7 @@ import re
 import pytest
 
 from harness.cli.main import main
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.report import generate_report
 from harness.report.build import ReportBuilder, column_label, scaling_efficiency
 from harness.report.data import ReportFilter, load_runs
@@ -19,7 +18,7 @@ from harness.report.steps import log_step_reader
 
 @pytest.fixture(scope="module")
 def registry():
-    return Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    return Harness.load(load_entrypoints=False).registry
 
 
 def _tables(doc, kind):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.report import generate_report
 from tests.harness.report.browser import (chromium_binary, ink_fraction, label_collisions,
                                          render_report)
@@ -40,7 +39,7 @@ def check_rendered(rendered, *, min_charts: int) -> None:
 
 
 def test_report_renders_in_chromium(results, tmp_path):
-    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    registry = Harness.load(load_entrypoints=False).registry
     written = generate_report(results, tmp_path / "report", registry=registry)
     rendered = render_report(written.html, tmp_path, "report-synthetic.png")
     check_rendered(rendered, min_charts=11)
@@ -65,7 +64,7 @@ def test_crowded_labels_do_not_overlap_and_history_renders(tmp_path):
     for index, value in enumerate((1000.0, 1005.0, 800.0)):  # the third run is 20% slower
         record(root, make_result(f"hist-{index}", value=value, batch=16, minutes=100 + index * 60,
                                  step_cv=0.01))
-    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    registry = Harness.load(load_entrypoints=False).registry
     from harness.report.build import ReportOptions
 
     written = generate_report(root, tmp_path / "report", registry=registry,

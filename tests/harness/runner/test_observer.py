@@ -86,12 +86,12 @@ class WindowSpyVendor(LinesFramework):
 
 
 def test_execute_wrappers_get_the_step_clock(tmp_path):
-    from harness.plugin_manager import make_plugin_manager
+    from harness.app import Harness
     from harness.runner.pipeline import RunRequest, run_benchmark
 
     plugin = WindowSpyVendor("lines-format")
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(plugin,))
-    report = run_benchmark(pm, RunRequest(case=CASE.name, vendor="linesvendor", framework="linesfw",
+    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    report = run_benchmark(harness, RunRequest(case=CASE.name, vendor="linesvendor", framework="linesfw",
                                           output=tmp_path / "results", cache_dir=tmp_path / "cache"))
     assert report.result.status == "success", report.result.failure_reason
     (steps, window), = plugin.seen

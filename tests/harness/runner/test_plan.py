@@ -8,21 +8,19 @@ import dataclasses
 import pytest
 
 from harness.errors import UserInputError
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.runner.pipeline import RunRequest, plan
 from tests.harness.test_efficiency import FakeGpuVendor  # three fake GPUs
 
 
 @pytest.fixture
 def planner(tmp_path):
-    pm = make_plugin_manager(load_entrypoints=False, extra=(FakeGpuVendor(),))
-    registry = Registry.from_plugins(pm)
+    harness = Harness.load(load_entrypoints=False, extra=(FakeGpuVendor(),))
 
     def planned(**fields):
         request = RunRequest(**{"case": "gpt3_1.3B", "output": tmp_path,
                                 "cache_dir": tmp_path / "cache", **fields})
-        return plan(pm, registry, request)
+        return plan(harness, request)
 
     return planned
 
@@ -59,16 +57,16 @@ def test_sources_name_where_the_layout_came_from(planner):
 
 
 def test_plan_returns_the_repeat_count_and_leaves_the_request_alone(tmp_path):
-    pm = make_plugin_manager(load_entrypoints=False)
+    harness = Harness.load(load_entrypoints=False)
     request = RunRequest(case="gpt3_1.3B:pytorch_2.11:A100:1:1:3", output=tmp_path,
                          cache_dir=tmp_path / "cache")
     before = dataclasses.replace(request)
-    context = plan(pm, Registry.from_plugins(pm), request)
+    context = plan(harness, request)
     assert context.repeats == 3
     assert request == before
     # --repeat given: it wins over the case string's field.
     request = dataclasses.replace(request, repeat=2)
-    assert plan(pm, Registry.from_plugins(pm), request).repeats == 2
+    assert plan(harness, request).repeats == 2
 
 
 def test_replanned_is_another_run_of_the_same_plan(planner, monkeypatch):

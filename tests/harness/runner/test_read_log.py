@@ -13,8 +13,7 @@ from harness.models import (
     CaseSpec, DatasetInfo, DeviceInfo, DeviceSet, ExecutionEnv, FrameworkSpec, LaunchSpec,
     ParsedLog, StepRecord, VendorSpec,
 )
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.runner.pipeline import RunRequest, run_benchmark
 from harness.logformats.megatron import MegatronFormat
 
@@ -84,11 +83,11 @@ class ParsingFramework(LinesFramework):
 
 
 def _run(tmp_path, log_format, framework=LinesFramework):
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+    harness = Harness.load(load_entrypoints=False, blocked=set(),
                              extra=(framework(log_format),))
     request = RunRequest(case="lines", vendor="linesvendor", framework="linesfw",
                          output=tmp_path / "results", cache_dir=tmp_path / "cache")
-    return pm, run_benchmark(pm, request)
+    return harness, run_benchmark(harness, request)
 
 
 def test_the_core_parses_with_the_format_the_launch_declares(tmp_path):
@@ -114,9 +113,9 @@ def test_an_unregistered_format_fails_the_run_with_a_reason(tmp_path):
 
 
 def test_run_and_parse_build_the_same_result_from_the_same_log(tmp_path):
-    pm, report = _run(tmp_path, "lines-format")
+    harness, report = _run(tmp_path, "lines-format")
     run = report.result
-    ingested = parse_log_file(Registry.from_plugins(pm), ParseRequest(
+    ingested = parse_log_file(harness.registry, ParseRequest(
         path=report.run_dir / "train.log", format="lines-format", method="harness", skip=1,
         gpus=1, batch_size=run.micro_batch_size, case="lines", framework="linesfw",
         vendor="linesvendor", precision=run.precision)).result

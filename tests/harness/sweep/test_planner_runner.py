@@ -10,9 +10,7 @@ import pytest
 
 from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
-from harness.dispatch import HookRouter
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.runner.observer import RunObserver
 from harness.store import ResultStore
 from harness.sweep.planner import SweepOptions, plan_sweep
@@ -51,9 +49,9 @@ class ToyGpuVendor:
 
 @pytest.fixture
 def toy_pm():
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+    harness = Harness.load(load_entrypoints=False, blocked=set(),
                              extra=(ToyPlugin(), VendorWrapper(), ToyGpuVendor()))
-    return pm, Registry.from_plugins(pm)
+    return harness, harness.registry
 
 
 def _options(tmp_path):
@@ -65,12 +63,12 @@ def _points(**axes):
 
 
 def test_skip_reasons(toy_pm, tmp_path):
-    pm, registry = toy_pm
+    harness, registry = toy_pm
     points = _points(vendor=["toygpu"], nproc=[1, 4], precision=["fp32", "fp16"])
     points += [SweepPoint(case="toy", framework="nosuchfw"), SweepPoint(case="nosuchcase"),
                SweepPoint(case="toy", vendor="toygpu", nnodes=2, nproc=1),
                SweepPoint(case="toy", framework="toyfw", set=(("nosuchkey", 1),))]
-    planned = plan_sweep(pm, registry, points, _options(tmp_path))
+    planned = plan_sweep(harness, points, _options(tmp_path))
     states = [(p.point.nproc, p.point.precision, p.state) for p in planned[:4]]
     assert states == [(1, "fp32", "todo"), (1, "fp16", "skipped"), (4, "fp32", "skipped"),
                       (4, "fp16", "skipped")]
@@ -84,12 +82,12 @@ def test_skip_reasons(toy_pm, tmp_path):
 
 
 def test_resume_failure_isolation_and_markers(toy_pm, tmp_path):
-    pm, registry = toy_pm
+    harness, registry = toy_pm
     options = _options(tmp_path)
     points = apply_cli_axes(_points(vendor=["toygpu"], repeat=[1]),
                             {"set": [{"width": 4}, {"width": 13}, {"width": 6}]}, {})
     lines: list[str] = []
-    summary = run_sweep(pm, registry, "toy-sweep", plan_sweep(pm, registry, points, options), options,
+    summary = run_sweep(harness, "toy-sweep", plan_sweep(harness, points, options), options,
                         emit=lines.append)
     assert [r.status for r in summary.rows] == ["success", "failed", "success"]
     assert summary.exit_code == 1 and "boom" in summary.rows[1].reason
@@ -100,23 +98,23 @@ def test_resume_failure_isolation_and_markers(toy_pm, tmp_path):
     assert marker["sweep"] == "toy-sweep" and marker["point"] == 1 and marker["points"] == 3
 
     # Started again: the two successes are recorded (same config hash), the failure runs again.
-    again = plan_sweep(pm, registry, points, options)
+    again = plan_sweep(harness, points, options)
     assert [p.state for p in again] == ["done", "todo", "done"]
     assert again[0].recorded.run_id == first.run_id
     assert len(ResultStore(options.output).list()) == 3
     # More repeats than recorded: not done.
-    more = plan_sweep(pm, registry, [p.merged({"repeat": 2}) for p in points[:1]], options)
+    more = plan_sweep(harness, [p.merged({"repeat": 2}) for p in points[:1]], options)
     assert more[0].state == "todo"
     # --rerun runs everything.
-    assert [p.state for p in plan_sweep(pm, registry, points, SweepOptions(
+    assert [p.state for p in plan_sweep(harness, points, SweepOptions(
         output=options.output, cache_dir=options.cache_dir, rerun=True))] == ["todo"] * 3
 
 
 def test_ctrl_c_stops_the_sweep(toy_pm, tmp_path, monkeypatch):
-    pm, registry = toy_pm
+    harness, registry = toy_pm
     options = _options(tmp_path)
     points = apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 5}, {"width": 6}]}, {})
-    planned = plan_sweep(pm, registry, points, options)
+    planned = plan_sweep(harness, points, options)
     import harness.sweep.runner as runner
 
     real_execute = runner.execute
@@ -129,29 +127,29 @@ def test_ctrl_c_stops_the_sweep(toy_pm, tmp_path, monkeypatch):
         return real_execute(*args, **kwargs)
 
     monkeypatch.setattr(runner, "execute", interrupted_second)
-    summary = run_sweep(pm, registry, "s", planned, options)
+    summary = run_sweep(harness, "s", planned, options)
     assert [r.status for r in summary.rows] == ["success", "interrupted", "not run"]
     assert summary.exit_code == 130
     monkeypatch.setattr(runner, "execute", real_execute)
-    assert [p.state for p in plan_sweep(pm, registry, points, options)] == ["done", "todo", "todo"]
+    assert [p.state for p in plan_sweep(harness, points, options)] == ["done", "todo", "todo"]
 
 
 def test_unexpected_exception_is_isolated(toy_pm, tmp_path, monkeypatch):
-    pm, registry = toy_pm
+    harness, registry = toy_pm
     options = _options(tmp_path)
-    planned = plan_sweep(pm, registry, apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 5}]}, {}),
+    planned = plan_sweep(harness, apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 5}]}, {}),
                          options)
     import harness.sweep.runner as runner
 
     real_execute = runner.execute
 
-    def broken_first(pm_, registry_, context, request, observer, **kwargs):
+    def broken_first(harness_, context, request, observer, **kwargs):
         if context.config.params["width"] == 4:
             raise RuntimeError("plugin bug")
-        return real_execute(pm_, registry_, context, request, observer, **kwargs)
+        return real_execute(harness_, context, request, observer, **kwargs)
 
     monkeypatch.setattr(runner, "execute", broken_first)
-    summary = run_sweep(pm, registry, "s", planned, options)
+    summary = run_sweep(harness, "s", planned, options)
     assert [r.status for r in summary.rows] == ["failed", "success"]
     assert summary.rows[0].reason.startswith("RuntimeError: plugin bug")
 
@@ -212,30 +210,29 @@ def test_hook_unsupported_reason(tmp_path):
         def unsupported_reason(self, context):
             return "a bystander refuses everything"
 
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(),
+    harness = Harness.load(load_entrypoints=False, blocked=set(),
                              extra=(ToyFrameworkWithoutFp16(), ToyGpuVendor(), Bystander()))
-    registry = Registry.from_plugins(pm)
     points = _points(vendor=["toygpu"], precision=["fp32", "fp16"])
-    planned = plan_sweep(pm, registry, points, _options(tmp_path))
+    planned = plan_sweep(harness, points, _options(tmp_path))
     assert [p.state for p in planned] == ["todo", "skipped"]
     assert set(planned[1].reason.split("; ")) == {"Toy GPU has no fp16 units",
                                                    "toyfw has no fp16 kernels"}
-    assert HookRouter(pm, registry).unsupported_reasons(planned[0].context) == []
+    assert harness.router().unsupported_reasons(planned[0].context) == []
 
 
 def test_unavailable_at_run_time_is_a_skip(toy_pm, tmp_path, monkeypatch):
     from harness.errors import UnavailableError
     import harness.sweep.runner as runner
 
-    pm, registry = toy_pm
+    harness, registry = toy_pm
     options = _options(tmp_path)
-    planned = plan_sweep(pm, registry, _points(), options)
+    planned = plan_sweep(harness, _points(), options)
 
     def no_gpu(*args, **kwargs):
         raise UnavailableError("framework toyfw needs a GPU")
 
     monkeypatch.setattr(runner, "execute", no_gpu)
-    summary = run_sweep(pm, registry, "s", planned, options)
+    summary = run_sweep(harness, "s", planned, options)
     assert [(r.status, r.reason) for r in summary.rows] == [("skipped", "framework toyfw needs a GPU")]
     assert summary.exit_code == 0
 
@@ -247,10 +244,10 @@ def test_a_signal_between_two_points_stops_the_sweep_resumably(toy_pm, tmp_path,
     import os
     import signal
 
-    pm, registry = toy_pm
+    harness, registry = toy_pm
     options = _options(tmp_path)
     points = apply_cli_axes(_points(), {"set": [{"width": 4}, {"width": 5}, {"width": 6}]}, {})
-    planned = plan_sweep(pm, registry, points, options)
+    planned = plan_sweep(harness, points, options)
     headlines = []
 
     def emit(text):
@@ -258,10 +255,10 @@ def test_a_signal_between_two_points_stops_the_sweep_resumably(toy_pm, tmp_path,
         if len(headlines) == 2:
             os.kill(os.getpid(), getattr(signal, signum))
 
-    summary = run_sweep(pm, registry, "s", planned, options, emit=emit)
+    summary = run_sweep(harness, "s", planned, options, emit=emit)
     assert [r.status for r in summary.rows] == ["success", "not run", "not run"]
     assert summary.interrupted and summary.exit_code == status_code
-    assert [p.state for p in plan_sweep(pm, registry, points, options)] == ["done", "todo", "todo"]
+    assert [p.state for p in plan_sweep(harness, points, options)] == ["done", "todo", "todo"]
 
 
 def test_unsupported_reason_is_asked_once_per_point(tmp_path):
@@ -279,13 +276,12 @@ def test_unsupported_reason_is_asked_once_per_point(tmp_path):
             return None
 
     plugin = CountingToyFramework()
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(plugin,))
-    registry = Registry.from_plugins(pm)
+    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(plugin,))
     options = _options(tmp_path)
     points = apply_cli_axes(_points(vendor=["cpu"], scale=["smoke"]),
                             {"set": [{"width": 4}, {"width": 5}]}, {})
-    planned = plan_sweep(pm, registry, points, options)
+    planned = plan_sweep(harness, points, options)
     assert [p.state for p in planned] == ["todo", "todo"]
-    summary = run_sweep(pm, registry, "s", planned, options)
+    summary = run_sweep(harness, "s", planned, options)
     assert [r.status for r in summary.rows] == ["success", "success"]
     assert plugin.asked == [4, 5]

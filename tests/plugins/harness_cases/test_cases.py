@@ -30,10 +30,9 @@ def test_cnn_cases(name):
 
 
 def test_cases_list_their_frameworks():
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
 
-    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    registry = Harness.load(load_entrypoints=False).registry
     assert set(registry.frameworks_for(registry.cases.get("resnet50"))) >= {"pytorch", "paddle", "mxnet"}
     assert set(registry.frameworks_for(registry.cases.get("bert_base_seq128"))) >= {"pytorch", "paddle"}
     assert "mxnet" not in registry.frameworks_for(registry.cases.get("gpt3_6.7B"))

@@ -160,12 +160,11 @@ def one_h100(monkeypatch):
 
 
 def plan_on_h100(tmp_path, *set_pairs):
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
     from harness.runner.pipeline import RunRequest, plan
 
-    pm = make_plugin_manager(load_entrypoints=False)
-    return plan(pm, Registry.from_plugins(pm), RunRequest(
+    harness = Harness.load(load_entrypoints=False)
+    return plan(harness, RunRequest(
         case="gpt3_1.3B", vendor="nvidia", framework="megatron", set_pairs=list(set_pairs),
         output=tmp_path / "results", cache_dir=tmp_path / "cache"))
 

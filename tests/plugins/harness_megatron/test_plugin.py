@@ -9,8 +9,7 @@ import pytest
 
 from harness.errors import UnavailableError, UserInputError
 from harness.models import DatasetInfo, DeviceInfo, DeviceSet, ExecutionEnv
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.runner.pipeline import RunRequest, plan
 from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR
 from harness_megatron import plugin
@@ -18,16 +17,16 @@ from tests.plugins.conftest import parse_as_launched
 
 
 @pytest.fixture
-def pm():
-    return make_plugin_manager(load_entrypoints=False)
+def harness():
+    return Harness.load(load_entrypoints=False)
 
 
-def gpu_context(pm, tmp_path, case, nproc=None, gpus=8, **kw):
+def gpu_context(harness, tmp_path, case, nproc=None, gpus=8, **kw):
     """Plan on the cpu vendor, then give the context NVIDIA devices and the nvidia vendor's
     device backend (no GPU here)."""
     from harness_nvidia.plugin import BACKEND
 
-    context = plan(pm, Registry.from_plugins(pm), RunRequest(
+    context = plan(harness, RunRequest(
         case=case, framework="megatron", vendor="cpu", nproc=nproc, output=tmp_path, **kw))
     devices = DeviceSet(vendor="nvidia", kind="gpu",
                         devices=[DeviceInfo(index=i, name="NVIDIA H200") for i in range(gpus)])
@@ -40,14 +39,14 @@ DATA = DatasetInfo(kind="gpt-npy", path="/data/gpt", files=["synthetic_ids.npy",
                    synthesized=True)
 
 
-def test_matrix_cases_are_registered_for_megatron(pm):
-    registry = Registry.from_plugins(pm)
+def test_matrix_cases_are_registered_for_megatron(harness):
+    registry = harness.registry
     assert "DP_1x1x1_2_1536x16" in registry.cases
     assert "megatron" in registry.frameworks_for(registry.cases.get("gpt3_1.3B"))
 
 
-def test_argv_single_gpu_is_torchrun_standalone(pm, tmp_path):
-    context = gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16")
+def test_argv_single_gpu_is_torchrun_standalone(harness, tmp_path):
+    context = gpu_context(harness, tmp_path, "DP_1x1x1_2_1536x16")
     launch = plugin.run(context=context, env=ENV, dataset=DATA)
     argv = launch.argv
     assert argv[:5] == ["/usr/bin/python3", "-m", "torch.distributed.run", "--nproc-per-node=1",
@@ -62,31 +61,31 @@ def test_argv_single_gpu_is_torchrun_standalone(pm, tmp_path):
     assert launch.log_format == "megatron" and launch.nproc == 1
 
 
-def test_launch_keeps_the_callers_pythonpath_behind_the_shared_scripts(pm, tmp_path, monkeypatch):
+def test_launch_keeps_the_callers_pythonpath_behind_the_shared_scripts(harness, tmp_path, monkeypatch):
     """As every framework's launch (tests/plugins/test_launch_pythonpath.py): Megatron-core
     installed on the caller's PYTHONPATH stays importable."""
     monkeypatch.setenv("PYTHONPATH", "/opt/megatron-lm")
-    launch = plugin.run(context=gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16"), env=ENV, dataset=DATA)
+    launch = plugin.run(context=gpu_context(harness, tmp_path, "DP_1x1x1_2_1536x16"), env=ENV, dataset=DATA)
     assert launch.env["PYTHONPATH"].split(":") == [str(SHARED_SCRIPTS_DIR), "/opt/megatron-lm"]
 
 
-def test_argv_tensor_parallel_case(pm, tmp_path):
-    context = gpu_context(pm, tmp_path, "2D_2x4x1_16_1536x16")
+def test_argv_tensor_parallel_case(harness, tmp_path):
+    context = gpu_context(harness, tmp_path, "2D_2x4x1_16_1536x16")
     launch = plugin.run(context=context, env=ENV, dataset=DATA)
     assert "--nproc-per-node=8" in launch.argv
     assert context.config.params["tensor_parallel_degree"] == 4
     assert context.config.settings.micro_batch_size == 8
 
 
-def test_argv_multi_node_needs_master_addr(pm, tmp_path, monkeypatch):
+def test_argv_multi_node_needs_master_addr(harness, tmp_path, monkeypatch):
     monkeypatch.delenv("MASTER_ADDR", raising=False)
     monkeypatch.setenv("HARNESS_JOB_ID", "job-7")
     monkeypatch.setenv("NODE_RANK", "1")
     with pytest.raises(UserInputError, match="MASTER_ADDR"):  # found when the run is planned
-        gpu_context(pm, tmp_path, "DP_16x1x1_32_1536x16")
+        gpu_context(harness, tmp_path, "DP_16x1x1_32_1536x16")
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
     monkeypatch.delenv("MASTER_PORT", raising=False)
-    context = gpu_context(pm, tmp_path, "DP_16x1x1_32_1536x16")
+    context = gpu_context(harness, tmp_path, "DP_16x1x1_32_1536x16")
     assert context.config.settings.nnodes == 2
     argv = plugin.run(context=context, env=ENV, dataset=DATA).argv
     from harness.launch import derived_port
@@ -96,12 +95,12 @@ def test_argv_multi_node_needs_master_addr(pm, tmp_path, monkeypatch):
     assert "--standalone" not in argv
 
 
-def test_layout_must_match_the_name_before_launch(pm, tmp_path):
+def test_layout_must_match_the_name_before_launch(harness, tmp_path):
     """Refused through unsupported_reason (before anything runs, a sweep skips the point), not
     by the launch once the run has started."""
-    context = gpu_context(pm, tmp_path, "DP_8x1x1_16_1536x16", nproc=4)
+    context = gpu_context(harness, tmp_path, "DP_8x1x1_16_1536x16", nproc=4)
     assert "dp 8 x tp 1 x pp 1 = 8 GPUs; this run has 4" in plugin.unsupported_reason(context=context)
-    assert plugin.unsupported_reason(context=gpu_context(pm, tmp_path, "DP_8x1x1_16_1536x16")) is None
+    assert plugin.unsupported_reason(context=gpu_context(harness, tmp_path, "DP_8x1x1_16_1536x16")) is None
 
 
 @pytest.mark.parametrize("nproc, pairs, reason", [
@@ -112,45 +111,44 @@ def test_layout_must_match_the_name_before_launch(pm, tmp_path):
     (4, ["tensor_parallel_degree=0"], "tensor parallel 0 / pipeline parallel 1: each degree is a whole number of at least 1"),
     (4, ["pipeline_parallel_degree=-1"], "tensor parallel 1 / pipeline parallel -1: each degree is a whole number of at least 1"),
 ])
-def test_parallel_degrees_must_divide_before_launch(pm, tmp_path, nproc, pairs, reason):
-    context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=nproc, scale="smoke", set_pairs=pairs)
+def test_parallel_degrees_must_divide_before_launch(harness, tmp_path, nproc, pairs, reason):
+    context = gpu_context(harness, tmp_path, "gpt3_1.3B", nproc=nproc, scale="smoke", set_pairs=pairs)
     assert reason in plugin.unsupported_reason(context=context)
-    fits = gpu_context(pm, tmp_path / "fits", "gpt3_1.3B", nproc=4, scale="smoke",
+    fits = gpu_context(harness, tmp_path / "fits", "gpt3_1.3B", nproc=4, scale="smoke",
                        set_pairs=["tensor_parallel_degree=2", "pipeline_parallel_degree=2"])
     assert plugin.unsupported_reason(context=fits) is None
 
 
-def test_gpt3_cases_run_on_any_world_size(pm, tmp_path):
-    context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=4)
+def test_gpt3_cases_run_on_any_world_size(harness, tmp_path):
+    context = gpu_context(harness, tmp_path, "gpt3_1.3B", nproc=4)
     assert "--nproc-per-node=4" in plugin.run(context=context, env=ENV, dataset=DATA).argv
 
 
-def test_other_frameworks_are_not_routed_here(pm, tmp_path):
+def test_other_frameworks_are_not_routed_here(harness, tmp_path):
     """The core calls the megatron plugin for --framework megatron only (harness.dispatch)."""
-    from harness.dispatch import HookRouter
 
-    registry = Registry.from_plugins(pm)
-    router = HookRouter(pm, registry)
+    registry = harness.registry
+    router = harness.router()
     assert registry.frameworks.owner("megatron") == "harness_megatron.plugin"
-    context = plan(pm, registry, RunRequest(case="gpt3_1.3B", framework="pytorch", output=tmp_path))
+    context = plan(harness, RunRequest(case="gpt3_1.3B", framework="pytorch", output=tmp_path))
     launch = router.run(context, ENV, DATA)
     assert str(plugin.SCRIPT) not in launch.argv and "train_gpt.py" in " ".join(launch.argv)
 
 
-def test_refuses_without_nvidia_gpus(pm, tmp_path):
-    context = plan(pm, Registry.from_plugins(pm), RunRequest(
+def test_refuses_without_nvidia_gpus(harness, tmp_path):
+    context = plan(harness, RunRequest(
         case="DP_1x1x1_2_1536x16", framework="megatron", vendor="cpu", output=tmp_path))
     with pytest.raises(UnavailableError, match="needs NVIDIA GPUs"):
         plugin.prepare_env(context=context)
 
 
-def test_refuses_without_megatron_core(pm, tmp_path, monkeypatch):
+def test_refuses_without_megatron_core(harness, tmp_path, monkeypatch):
     from importlib import util
 
     real = util.find_spec
     monkeypatch.setattr(util, "find_spec",
                         lambda name, *a: None if name.startswith("megatron") else real(name, *a))
-    context = gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16")
+    context = gpu_context(harness, tmp_path, "DP_1x1x1_2_1536x16")
     with pytest.raises(UnavailableError, match="megatron-core"):
         plugin.prepare_env(context=context)
 
@@ -165,7 +163,7 @@ def test_cli_refusal_is_one_line_exit_2(tmp_path):
     assert "needs NVIDIA GPUs" in done.stderr and "Traceback" not in done.stderr
 
 
-def test_parses_the_scripts_iteration_lines(pm, tmp_path):
+def test_parses_the_scripts_iteration_lines(harness, tmp_path):
     log = tmp_path / "train.log"
     log.write_text(
         " iteration        1/      30 | consumed samples:            2 | elapsed time per iteration"
@@ -174,7 +172,7 @@ def test_parses_the_scripts_iteration_lines(pm, tmp_path):
         " number of skipped iterations:   0 | number of nan iterations:   0 |\n"
         "[Rank 0] (after 30 iterations) memory (MB) | allocated: 9245.8 | max allocated: 13725.3 |"
         " reserved: 14558.0 | max reserved: 14558.0\n")
-    context = gpu_context(pm, tmp_path, "DP_1x1x1_2_1536x16")
+    context = gpu_context(harness, tmp_path, "DP_1x1x1_2_1536x16")
     parsed = parse_as_launched(context, log)
     assert parsed.steps[0].step_time_s == pytest.approx(0.9124)
     assert parsed.steps[0].throughput == pytest.approx(2 * 2048 / 0.9124)
@@ -186,35 +184,35 @@ def test_parses_the_scripts_iteration_lines(pm, tmp_path):
     (["attention_backend=flash"], "attention_backend=flash: the Megatron-core plugin runs attention through auto or local"),
     (["attention_backend=cudnn"], "attention_backend=cudnn"),
 ])
-def test_gpt_case_settings_the_script_ignores_are_refused(pm, tmp_path, pairs, reason):
+def test_gpt_case_settings_the_script_ignores_are_refused(harness, tmp_path, pairs, reason):
     """A GPT case lets PyTorch compile and pick an SDPA kernel; the Megatron-core script does
     neither, so it says so instead of recording settings the run never had."""
-    context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=1, set_pairs=pairs)
+    context = gpu_context(harness, tmp_path, "gpt3_1.3B", nproc=1, set_pairs=pairs)
     assert reason in plugin.unsupported_reason(context=context)
-    plain = gpu_context(pm, tmp_path / "plain", "gpt3_1.3B", nproc=1, set_pairs=["attention_backend=local"])
+    plain = gpu_context(harness, tmp_path / "plain", "gpt3_1.3B", nproc=1, set_pairs=["attention_backend=local"])
     assert plugin.unsupported_reason(context=plain) is None
 
 
 @pytest.mark.parametrize("precision, asked, held", [
     ("bf16", "model", "optimizer"), ("fp32", "optimizer", "model"),
 ])
-def test_master_weights_other_than_megatrons_are_refused(pm, tmp_path, precision, asked, held):
+def test_master_weights_other_than_megatrons_are_refused(harness, tmp_path, precision, asked, held):
     """Megatron-core keeps fp32 masters in its optimizer in bf16/fp16 and trains fp32 parameters
     in fp32: a run asking for the other layout would record one it never had."""
-    context = gpu_context(pm, tmp_path, "gpt3_1.3B", nproc=1, precision=precision,
+    context = gpu_context(harness, tmp_path, "gpt3_1.3B", nproc=1, precision=precision,
                           set_pairs=[f"master_weights={asked}"])
     assert (f"master_weights={asked}: in {precision} Megatron-core keeps the fp32 master weights"
             in plugin.unsupported_reason(context=context))
-    honoured = gpu_context(pm, tmp_path / "held", "gpt3_1.3B", nproc=1, precision=precision,
+    honoured = gpu_context(harness, tmp_path / "held", "gpt3_1.3B", nproc=1, precision=precision,
                            set_pairs=[f"master_weights={held}"])
     assert plugin.unsupported_reason(context=honoured) is None
 
 
-def test_nvidia_megatron_configs_ask_for_the_masters_megatron_keeps(pm):
+def test_nvidia_megatron_configs_ask_for_the_masters_megatron_keeps(harness):
     """The nvidia vendor's bf16 Megatron configs of GPT cases must not be refused by the rule above."""
     from harness_nvidia.plugin import vendor_case_config
 
-    registry = Registry.from_plugins(pm)
+    registry = harness.registry
     for name in ("gpt3_1.3B", "gpt3_6.7B"):
         config = vendor_case_config(vendor="nvidia", case=registry.cases.get(name), framework="megatron",
                                     nproc=1, nnodes=1, hardware_config=None)

@@ -29,9 +29,8 @@ def test_gluoncv_lines_two_devices(tmp_path):
 
 def test_the_mxnet_plugin_owns_the_mxnet_framework():
     """The core routes --framework mxnet's hooks to this plugin and no other (harness.dispatch)."""
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
 
-    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
+    registry = Harness.load(load_entrypoints=False).registry
     assert registry.frameworks.owner("mxnet") == "harness_mxnet.plugin"
 

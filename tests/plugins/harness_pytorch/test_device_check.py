@@ -12,8 +12,7 @@ from harness import hookimpl
 from harness.errors import UnavailableError, UserInputError
 from harness.models import DeviceInfo, DeviceSet, VendorSpec
 from harness.models.device import DeviceBackend, FrameworkDevice
-from harness.plugin_manager import make_plugin_manager
-from harness.registry import Registry
+from harness.app import Harness
 from harness.runner.pipeline import RunRequest, execute, plan
 from harness_pytorch.device_check import check_torch_device
 
@@ -63,13 +62,12 @@ class AcmeVendor:
 
 
 def test_harness_run_refuses_before_anything_starts(tmp_path):
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(AcmeVendor(),))
-    registry = Registry.from_plugins(pm)
+    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(AcmeVendor(),))
     request = RunRequest(case="gpt3_125M", vendor="acme", scale="smoke", output=tmp_path / "results",
                          cache_dir=tmp_path / "cache")
-    context = plan(pm, registry, request)
+    context = plan(harness, request)
     with pytest.raises(UserInputError, match="torch has no device type 'acme'; is torch_acme installed"):
-        execute(pm, registry, context, request)
+        execute(harness, context, request)
     assert not (tmp_path / "cache" / "data").exists()  # refused before the data were made
 
 

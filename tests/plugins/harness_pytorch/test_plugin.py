@@ -59,11 +59,9 @@ def test_gradient_accumulation_fusion_from_a_vendor_config_is_not_refused(tmp_pa
 def test_a_vendor_without_a_torch_device_is_an_unsupported_reason(tmp_path):
     """Said before a sweep runs the point, as for every other refusal of the PyTorch plugin."""
     from harness import hookimpl
-    from harness.dispatch import HookRouter
     from harness.models import DeviceInfo, DeviceSet, VendorSpec
     from harness.models.device import DeviceBackend, FrameworkDevice
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
     from harness.runner.pipeline import RunRequest, plan
 
     class PaddleOnlyVendor:  # its chips run Paddle, not torch
@@ -78,11 +76,10 @@ def test_a_vendor_without_a_torch_device_is_an_unsupported_reason(tmp_path):
         def discover_devices(self, vendor):
             return DeviceSet(vendor="acme", kind="npu", devices=[DeviceInfo(index=0, name="Acme N1")])
 
-    pm = make_plugin_manager(load_entrypoints=False, blocked=set(), extra=(PaddleOnlyVendor(),))
-    registry = Registry.from_plugins(pm)
-    context = plan(pm, registry, RunRequest(case="gpt3_125M", vendor="acme", framework="pytorch",
+    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(PaddleOnlyVendor(),))
+    context = plan(harness, RunRequest(case="gpt3_125M", vendor="acme", framework="pytorch",
                                             scale="smoke", output=tmp_path, cache_dir=tmp_path))
-    reasons = HookRouter(pm, registry).unsupported_reasons(context)
+    reasons = harness.router().unsupported_reasons(context)
     assert any("vendor 'acme' declares no torch device" in r for r in reasons)
 
 

@@ -170,15 +170,17 @@ class InnerExecute:
 
 
 def nvidia_context(tmp_path, nproc=2):
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
+    from harness.plugin_manager import DEFAULT_PLUGINS
     from harness.runner.pipeline import RunRequest, plan
 
-    pm = make_plugin_manager(load_entrypoints=False, blocked={"harness.builtin.core"},
-                             extra=(InnerExecute(),))
-    context = plan(pm, Registry.from_plugins(pm),
+    # Without the core's own execute: InnerExecute stands in for the process launch.
+    harness = Harness.load(
+        builtins=tuple(name for name in DEFAULT_PLUGINS if name != "harness.builtin.core"),
+        load_entrypoints=False, extra=(InnerExecute(),))
+    context = plan(harness,
                    RunRequest(case="gpt3_1.3B", vendor="nvidia", nproc=nproc, output=tmp_path))
-    return pm, context
+    return harness, context
 
 
 def test_execute_wrapper_adds_monitor_summary(monkeypatch, tmp_path):
@@ -186,10 +188,10 @@ def test_execute_wrapper_adds_monitor_summary(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1,2")
     monkeypatch.setenv("HARNESS_NVIDIA_MONITOR_INTERVAL_S", "0.01")
-    pm, context = nvidia_context(tmp_path, nproc=2)
+    harness, context = nvidia_context(tmp_path, nproc=2)
     assert [d.index for d in context.devices.devices] == [3, 1, 2]
     launch = LaunchSpec(argv=["true"], log_format="megatron")
-    outcome = pm.hook.execute(context=context, launch=launch, log_path=tmp_path / "train.log",
+    outcome = harness.hook.execute(context=context, launch=launch, log_path=tmp_path / "train.log",
                               observer=None)
     extras = outcome.extras
     assert extras["monitored_gpus"] == [3, 1]  # the first nproc visible GPUs
@@ -204,8 +206,8 @@ def test_monitor_off_leaves_outcome_alone(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu() for _ in range(2)]))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     monkeypatch.setenv("HARNESS_NVIDIA_MONITOR_INTERVAL_S", "off")
-    pm, context = nvidia_context(tmp_path)
-    outcome = pm.hook.execute(context=context, launch=LaunchSpec(argv=["true"], log_format="megatron"),
+    harness, context = nvidia_context(tmp_path)
+    outcome = harness.hook.execute(context=context, launch=LaunchSpec(argv=["true"], log_format="megatron"),
                               log_path=tmp_path / "train.log", observer=None)
     assert outcome.extras == {}
 
@@ -216,7 +218,7 @@ def test_launch_gets_visible_devices_and_nvls_off(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,0")
     monkeypatch.delenv("NCCL_NVLS_ENABLE", raising=False)
-    pm, context = nvidia_context(tmp_path, nproc=2)
+    harness, context = nvidia_context(tmp_path, nproc=2)
     assert plugin.used_gpu_indices(context) == [2, 3]
     gen = plugin.run(context=context, env=None, dataset=None)
     next(gen)
@@ -254,12 +256,11 @@ def test_launch_shares_the_host_cores_among_the_gpu_processes(monkeypatch, tmp_p
 def test_nproc_defaults_to_every_visible_gpu(monkeypatch, tmp_path):
     monkeypatch.setitem(sys.modules, "pynvml", make_fake_nvml([FakeGpu(uuid=f"GPU-{i}") for i in range(4)]))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2")
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
     from harness.runner.pipeline import RunRequest, plan
 
-    pm = make_plugin_manager(load_entrypoints=False)
-    context = plan(pm, Registry.from_plugins(pm), RunRequest(case="gpt3_1.3B", vendor="nvidia",
+    harness = Harness.load(load_entrypoints=False)
+    context = plan(harness, RunRequest(case="gpt3_1.3B", vendor="nvidia",
                                                              output=tmp_path))
     assert context.config.settings.nproc == 3
     # The nvidia per-case config applies: bf16, compiled.
