@@ -1,7 +1,7 @@
 """``certify compare``: two certification bundles side by side, per suite point.
 
 Scores are recomputed from each bundle (as ``verify`` does); whether a difference is beyond
-the repeats' noise (CV) is the rule of ``harness compare`` (``harness.compare.beyond_noise``).
+the repeats' noise (CV) is the rule of ``harness compare`` (``harness.report.pairing.beyond_noise``).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from harness.certify import bundle
 from harness.certify.evaluate import evaluate
 from harness.certify.record import Certification, PointSummary
-from harness.compare import beyond_noise
+from harness.report.pairing import beyond_noise
 
 if TYPE_CHECKING:
     from harness.registry import Registry

@@ -132,7 +132,7 @@ def register(app: typer.Typer, state) -> None:
             "--list-formats", help="List the registered log formats and exit.")] = False,
     ) -> int:
         from harness.errors import UserInputError
-        from harness.logparse.ingest import ParseRequest, ingest as ingest_outcome, parse_log_file
+        from harness.ingest import ParseRequest, ingest as ingest_outcome, parse_log_file
 
         registry = state.registry()
         if list_formats:

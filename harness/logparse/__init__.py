@@ -1,4 +1,5 @@
-"""Log ingestion: detect a training log's format, parse it line by line, aggregate, ingest.
+"""Reading training logs: detect a log's format, parse it line by line, aggregate.
 
-``harness parse`` is the command-line front end (``harness/cli/parse.py``).
+Below the result layer: turning a reading into a result and recording it is
+:mod:`harness.ingest` (behind ``harness parse``, ``harness/cli/parse.py``).
 """

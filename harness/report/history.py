@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from harness.compare import comparison_key, pair_runs
+from harness.report.pairing import comparison_key, pair_runs
 from harness.report.data import ReportRun
 from harness.report.document import Cell, Chart, Paragraph, Section, Table
 from harness.report.svg import Series, line_chart

@@ -163,7 +163,8 @@ def with_max_steps(result, steps: int, run_id: str | None = None):
                                      "config": result.config.model_copy(update={"settings": settings})})
 
 def test_measurement_windows_and_cases_are_warned_about():
-    from harness.compare import compare_runs, measurement_window, pair_warnings, windows_match
+    from harness.compare import compare_runs
+    from harness.report.pairing import measurement_window, pair_warnings, windows_match
 
     a = make_result("w-a", value=100.0)
     window = measurement_window(a)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.certify.compare import PointComparison
 from harness.certify.record import PointSummary
-from harness.compare import beyond_noise
+from harness.report.pairing import beyond_noise
 
 
 def _side(score: float | None, cv: float | None) -> PointSummary:

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from harness import hookimpl
-from harness.logparse.ingest import ParseRequest, parse_log_file
+from harness.ingest import ParseRequest, parse_log_file
 from harness.models import (
     CaseSpec, DatasetInfo, DeviceInfo, DeviceSet, ExecutionEnv, FrameworkSpec, LaunchSpec,
     ParsedLog, StepRecord, VendorSpec,

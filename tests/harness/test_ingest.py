@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from harness.errors import UserInputError
-from harness.logparse.ingest import ParseRequest, ingest, parse_log_file
+from harness.ingest import ParseRequest, ingest, parse_log_file
 from harness.app import Harness
 
 STEP = ("total step: {step}, epoch: 0, batch: {step}, loss: {loss}, avg_reader_cost: 0.1 sec, "
