@@ -39,5 +39,5 @@ def benchmarks_command(
     typer.echo(f"wrote {to}")
 
 
-def register(app: typer.Typer, state) -> None:
+def register(app: typer.Typer) -> None:
     app.command("benchmarks")(benchmarks_command)

@@ -31,81 +31,83 @@ different measurement windows (steps, warm-up, learning rate, dataset, seed) is 
 EXIT_SLOWER = 1
 
 
-def register(app: typer.Typer, state) -> None:
-    @app.command("compare", help=HELP)
-    def compare_command(
-        a: Annotated[Optional[str], typer.Argument(help="Baseline: a run id or a results folder.")] = None,
-        b: Annotated[Optional[str], typer.Argument(help="Candidate: a run id or a results folder.")] = None,
-        frameworks: Annotated[Optional[str], typer.Option(
-            help="Compare two frameworks of one results folder: BASELINE,CANDIDATE.")] = None,
-        output: OutputOption = DEFAULT_OUTPUT,
-        case: CasesFilter = None,
-        vendor: VendorsFilter = None,
-        sweep: SweepsFilter = None,
-        fail_if_slower: Annotated[Optional[float], typer.Option(
-            min=0, help="Exit 1 if any candidate is more than PCT percent slower than its baseline.")] = None,
-        beyond_noise: Annotated[bool, typer.Option(
-            "--beyond-noise", help="With --fail-if-slower: fail only on slowdowns that also exceed "
-                                   "the runs' noise.")] = False,
-        json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
-        allow_different_windows: Annotated[bool, typer.Option(
-            "--allow-different-windows",
-            help="Also pair runs measured over different windows (steps, warm-up, learning "
-                 "rate, dataset, seed); by default they are listed apart, not compared.")] = False,
-    ) -> None:
-        from harness.cli.report import filters_from_options
-        from harness.compare import (
-            Side,
-            compare_frameworks,
-            compare_runs,
-            compare_sides,
-            load_side,
-        )
+def compare_command(
+    a: Annotated[Optional[str], typer.Argument(help="Baseline: a run id or a results folder.")] = None,
+    b: Annotated[Optional[str], typer.Argument(help="Candidate: a run id or a results folder.")] = None,
+    frameworks: Annotated[Optional[str], typer.Option(
+        help="Compare two frameworks of one results folder: BASELINE,CANDIDATE.")] = None,
+    output: OutputOption = DEFAULT_OUTPUT,
+    case: CasesFilter = None,
+    vendor: VendorsFilter = None,
+    sweep: SweepsFilter = None,
+    fail_if_slower: Annotated[Optional[float], typer.Option(
+        min=0, help="Exit 1 if any candidate is more than PCT percent slower than its baseline.")] = None,
+    beyond_noise: Annotated[bool, typer.Option(
+        "--beyond-noise", help="With --fail-if-slower: fail only on slowdowns that also exceed "
+                               "the runs' noise.")] = False,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    allow_different_windows: Annotated[bool, typer.Option(
+        "--allow-different-windows",
+        help="Also pair runs measured over different windows (steps, warm-up, learning "
+             "rate, dataset, seed); by default they are listed apart, not compared.")] = False,
+) -> None:
+    from harness.cli.report import filters_from_options
+    from harness.compare import (
+        Side,
+        compare_frameworks,
+        compare_runs,
+        compare_sides,
+        load_side,
+    )
 
-        filters = filters_from_options(case, None, vendor, sweep, None, None)
-        if frameworks:
-            if a or b:
-                raise UserInputError("give either two runs / result folders or --frameworks, not both")
-            names = split_list(frameworks, "--frameworks")
-            if len(names) != 2:
-                raise UserInputError(f"--frameworks takes exactly two names, BASELINE,CANDIDATE; got {frameworks!r}")
-            comparison = compare_frameworks(output, names[0], names[1], filters,
-                                            allow_different_windows)
-        else:
-            if not (a and b):
-                raise UserInputError("give two run ids, two results folders, or --frameworks A,B "
-                                     "(see `harness compare --help`)")
-            side_a, side_b = load_side(a, output, filters), load_side(b, output, filters)
-            if isinstance(side_a, Side) != isinstance(side_b, Side):
-                raise UserInputError("compare a run with a run, or a results folder with a results folder")
-            comparison = (compare_sides(side_a, side_b, allow_different_windows)
-                          if isinstance(side_a, Side)
-                          else compare_runs(side_a, side_b, allow_different_windows))
-        if json_output:
-            typer.echo(json.dumps(comparison.to_dict(), indent=2))
-        else:
-            _print(comparison)
-        for run_a, run_b, differences in comparison.different_windows:
-            typer.echo(f"not compared: {run_a.result.run_id} and {run_b.result.run_id} were "
-                       "measured over different windows (" + ", ".join(
-                           f"{k} {va} vs {vb}" for k, (va, vb) in differences.items())
-                       + "); --allow-different-windows pairs them", err=True)
-        for pair in comparison.pairs:
-            for warning in pair.warnings:
-                typer.echo(f"warning: {pair.describe()}: {warning}; its ratio is not like for like",
-                           err=True)
-        if not comparison.pairs:
-            typer.echo("warning: no comparable pairs (nothing matched on case, layout, precision "
-                       "and batch size)", err=True)
-        if beyond_noise and fail_if_slower is None:
-            raise UserInputError("--beyond-noise qualifies --fail-if-slower PCT; give both")
-        if fail_if_slower is not None:
-            slower = comparison.slower_than(fail_if_slower, beyond_noise=beyond_noise)
-            if slower:
-                for pair in slower:
-                    typer.echo(f"slower: {pair.describe()}: {pair.value_b:,.2f} vs {pair.value_a:,.2f} "
-                               f"{pair.unit} ({pair.slower_pct:.1f}% slower > {fail_if_slower:g}%)", err=True)
-                raise typer.Exit(EXIT_SLOWER)
+    filters = filters_from_options(case, None, vendor, sweep, None, None)
+    if frameworks:
+        if a or b:
+            raise UserInputError("give either two runs / result folders or --frameworks, not both")
+        names = split_list(frameworks, "--frameworks")
+        if len(names) != 2:
+            raise UserInputError(f"--frameworks takes exactly two names, BASELINE,CANDIDATE; got {frameworks!r}")
+        comparison = compare_frameworks(output, names[0], names[1], filters,
+                                        allow_different_windows)
+    else:
+        if not (a and b):
+            raise UserInputError("give two run ids, two results folders, or --frameworks A,B "
+                                 "(see `harness compare --help`)")
+        side_a, side_b = load_side(a, output, filters), load_side(b, output, filters)
+        if isinstance(side_a, Side) != isinstance(side_b, Side):
+            raise UserInputError("compare a run with a run, or a results folder with a results folder")
+        comparison = (compare_sides(side_a, side_b, allow_different_windows)
+                      if isinstance(side_a, Side)
+                      else compare_runs(side_a, side_b, allow_different_windows))
+    if json_output:
+        typer.echo(json.dumps(comparison.to_dict(), indent=2))
+    else:
+        _print(comparison)
+    for run_a, run_b, differences in comparison.different_windows:
+        typer.echo(f"not compared: {run_a.result.run_id} and {run_b.result.run_id} were "
+                   "measured over different windows (" + ", ".join(
+                       f"{k} {va} vs {vb}" for k, (va, vb) in differences.items())
+                   + "); --allow-different-windows pairs them", err=True)
+    for pair in comparison.pairs:
+        for warning in pair.warnings:
+            typer.echo(f"warning: {pair.describe()}: {warning}; its ratio is not like for like",
+                       err=True)
+    if not comparison.pairs:
+        typer.echo("warning: no comparable pairs (nothing matched on case, layout, precision "
+                   "and batch size)", err=True)
+    if beyond_noise and fail_if_slower is None:
+        raise UserInputError("--beyond-noise qualifies --fail-if-slower PCT; give both")
+    if fail_if_slower is not None:
+        slower = comparison.slower_than(fail_if_slower, beyond_noise=beyond_noise)
+        if slower:
+            for pair in slower:
+                typer.echo(f"slower: {pair.describe()}: {pair.value_b:,.2f} vs {pair.value_a:,.2f} "
+                           f"{pair.unit} ({pair.slower_pct:.1f}% slower > {fail_if_slower:g}%)", err=True)
+            raise typer.Exit(EXIT_SLOWER)
+
+
+def register(app: typer.Typer) -> None:
+    app.command('compare', help=HELP)(compare_command)
 
 
 def _print(comparison) -> None:

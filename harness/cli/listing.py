@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.state import app_state
 from harness.cli.options import FrameworksFilter, split_list
 
 
@@ -35,73 +36,95 @@ def headline_first(cases: list[tuple[str, object]]) -> list[tuple[str, object]]:
     return sorted(cases, key=lambda item: not getattr(item[1], "headline", False))
 
 
-def register(app: typer.Typer, state) -> None:
-    group = typer.Typer(help="List what the loaded plugins provide.", no_args_is_help=True)
+group = typer.Typer(help="List what the loaded plugins provide: cases, frameworks, vendors and "
+                         "log formats (all four without a subcommand).",
+                    invoke_without_command=True)
+
+
+@group.callback()
+def list_everything(ctx: typer.Context) -> None:
+    """Without a subcommand: every list, one after another."""
+    if ctx.invoked_subcommand is not None:
+        return
+    for title, command in (("Cases", lambda: cases_command(ctx)),
+                           ("Frameworks", lambda: frameworks_command(ctx)),
+                           ("Vendors", lambda: vendors_command(ctx)),
+                           ("Log formats", lambda: formats_command(ctx))):
+        typer.echo(f"{title}:")
+        command()
+
+
+@group.command("cases")
+def cases_command(
+    ctx: typer.Context,
+    model: Annotated[Optional[str], typer.Option(
+        help="Only cases of these model families (comma-separated), e.g. gpt,bert.")] = None,
+    framework: FrameworksFilter = None,
+    all_cases: Annotated[bool, typer.Option(
+        "--all/--headline", help="Every case, or only the headline cases (GPT-3 sizes, "
+                                 "BERT-base, CNNs) without parallel-layout matrices.")] = True,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the cases as a JSON list.")] = False,
+) -> None:
+    """Cases with their model, unit and the frameworks that implement them; the headline
+    cases first."""
+    registry = app_state(ctx).registry()
+    models, frameworks = split_list(model, "--model"), split_list(framework, "--framework")
+    for name in frameworks:
+        if name not in registry.frameworks:
+            from harness.errors import UserInputError, did_you_mean
+
+            raise UserInputError(f"--framework: unknown framework {name!r}. "
+                                 + did_you_mean(name, registry.frameworks.items))
+    rows = []
+    for name, case in headline_first(by_name(registry.cases)):
+        implementations = registry.frameworks_for(case)
+        if models and case.model not in models:
+            continue
+        if frameworks and not set(frameworks) & set(implementations):
+            continue
+        if not all_cases and not case.headline:
+            continue
+        rows.append({"case": name, "model": case.model, "unit": case.unit,
+                     "frameworks": list(implementations), "headline": case.headline,
+                     "description": case.description})
+    if json_output:
+        typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
+        return
+    print_table(("case", "model", "unit", "frameworks", "description"),
+                ((("* " if row["headline"] else "  ") + row["case"], row["model"], row["unit"],
+                  ", ".join(row["frameworks"]) or "-", row["description"]) for row in rows))
+    if not rows:
+        typer.echo("no case matches the filters", err=True)
+    elif any(row["headline"] for row in rows):
+        typer.echo("* headline case", err=True)
+
+
+@group.command("frameworks")
+def frameworks_command(ctx: typer.Context) -> None:
+    """Frameworks and the model families they implement."""
+    frameworks = app_state(ctx).registry().frameworks
+    print_table(("framework", "models", "log format", "plugin"),
+                ((name, ", ".join(sorted(fw.models)), fw.log_format, frameworks.owners[name])
+                 for name, fw in by_name(frameworks)))
+
+
+@group.command("vendors")
+def vendors_command(ctx: typer.Context) -> None:
+    """Vendors and their device kind."""
+    vendors = app_state(ctx).registry().vendors
+    print_table(("vendor", "devices", "description", "plugin"),
+                ((name, v.device_kind, v.description, vendors.owners[name])
+                 for name, v in by_name(vendors)))
+
+
+@group.command("formats")
+def formats_command(ctx: typer.Context) -> None:
+    """Log formats that `harness parse` and progress display understand."""
+    formats = app_state(ctx).registry().log_formats
+    print_table(("format", "unit", "default method", "description"),
+                ((name, f.unit or "-", f.default_method, f.description)
+                 for name, f in by_name(formats)))
+
+
+def register(app: typer.Typer) -> None:
     app.add_typer(group, name="list")
-
-    @group.command("cases")
-    def cases_command(
-        model: Annotated[Optional[str], typer.Option(
-            help="Only cases of these model families (comma-separated), e.g. gpt,bert.")] = None,
-        framework: FrameworksFilter = None,
-        all_cases: Annotated[bool, typer.Option(
-            "--all/--headline", help="Every case, or only the headline cases (GPT-3 sizes, "
-                                     "BERT-base, CNNs) without parallel-layout matrices.")] = True,
-        json_output: Annotated[bool, typer.Option("--json", help="Print the cases as a JSON list.")] = False,
-    ) -> None:
-        """Cases with their model, unit and the frameworks that implement them; the headline
-        cases first."""
-        registry = state.registry()
-        models, frameworks = split_list(model, "--model"), split_list(framework, "--framework")
-        for name in frameworks:
-            if name not in registry.frameworks:
-                from harness.errors import UserInputError, did_you_mean
-
-                raise UserInputError(f"--framework: unknown framework {name!r}. "
-                                     + did_you_mean(name, registry.frameworks.items))
-        rows = []
-        for name, case in headline_first(by_name(registry.cases)):
-            implementations = registry.frameworks_for(case)
-            if models and case.model not in models:
-                continue
-            if frameworks and not set(frameworks) & set(implementations):
-                continue
-            if not all_cases and not case.headline:
-                continue
-            rows.append({"case": name, "model": case.model, "unit": case.unit,
-                         "frameworks": list(implementations), "headline": case.headline,
-                         "description": case.description})
-        if json_output:
-            typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
-            return
-        print_table(("case", "model", "unit", "frameworks", "description"),
-                    ((("* " if row["headline"] else "  ") + row["case"], row["model"], row["unit"],
-                      ", ".join(row["frameworks"]) or "-", row["description"]) for row in rows))
-        if not rows:
-            typer.echo("no case matches the filters", err=True)
-        elif any(row["headline"] for row in rows):
-            typer.echo("* headline case", err=True)
-
-    @group.command("frameworks")
-    def frameworks_command() -> None:
-        """Frameworks and the model families they implement."""
-        frameworks = state.registry().frameworks
-        print_table(("framework", "models", "log format", "plugin"),
-                    ((name, ", ".join(sorted(fw.models)), fw.log_format, frameworks.owners[name])
-                     for name, fw in by_name(frameworks)))
-
-    @group.command("vendors")
-    def vendors_command() -> None:
-        """Vendors and their device kind."""
-        vendors = state.registry().vendors
-        print_table(("vendor", "devices", "description", "plugin"),
-                    ((name, v.device_kind, v.description, vendors.owners[name])
-                     for name, v in by_name(vendors)))
-
-    @group.command("formats")
-    def formats_command() -> None:
-        """Log formats that `harness parse` and progress display understand."""
-        formats = state.registry().log_formats
-        print_table(("format", "unit", "default method", "description"),
-                    ((name, f.unit or "-", f.default_method, f.description)
-                     for name, f in by_name(formats)))

@@ -25,46 +25,36 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
+def root_callback(
+    version: bool = typer.Option(False, "--version", help="Show the version and exit.",
+                                 callback=_version_callback, is_eager=True),
+) -> None:
+    """harness CLI."""
+
+
 def build_app(harness=None) -> typer.Typer:
     """The CLI with core commands and every plugin's ``register_commands``; ``harness`` (a
-    :class:`~harness.app.Harness`, loaded on first use when None) is what the commands use."""
-    from harness.cli import env, listing, plugins, results, run
+    :class:`~harness.app.Harness`, loaded on first use when None) is what the commands use.
+
+    The commands are top-level functions of the ``harness.cli`` modules; each reaches the
+    invocation's :class:`~harness.cli.state.AppState` through its click context
+    (``app_state(ctx)``), which the root context carries as its ``obj``."""
+    from harness.cli import (benchmarks, certify, compare, env, listing, parse, plugins, report,
+                             results, run, slurm, sweep)
+    from harness.cli.helptext import flow_help
+    from harness.cli.metavars import ReadableGroup
     from harness.cli.state import AppState
 
-    from harness.cli.metavars import ReadableGroup
-
-    app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, cls=ReadableGroup,
-                      context_settings=CONTEXT_SETTINGS, pretty_exceptions_enable=False,
-                      rich_markup_mode="rich")
-
-    @app.callback()
-    def _root(
-        version: bool = typer.Option(False, "--version", help="Show the version and exit.",
-                                     callback=_version_callback, is_eager=True),
-    ) -> None:
-        """harness CLI."""
-
     state = AppState(harness)
-    run.register(app, state)
-    plugins.register(app, state)
-    results.register(app, state)
-    listing.register(app, state)
-    from harness.cli import parse as parse_cli
-    parse_cli.register(app, state)
-    env.register(app, state)
-    from harness.cli import sweep as sweep_cli
-    sweep_cli.register(app, state)
-    from harness.cli import report as report_cli
-    report_cli.register(app, state)
-    from harness.cli import compare as compare_cli
-    compare_cli.register(app, state)
-    from harness.cli import slurm as slurm_cli
-    slurm_cli.register(app, state)
-    from harness.cli import certify as certify_cli
-    certify_cli.register(app, state)
-    from harness.cli import benchmarks as benchmarks_cli
-    benchmarks_cli.register(app, state)
+    app = typer.Typer(help=HELP, no_args_is_help=True, add_completion=True, cls=ReadableGroup,
+                      context_settings={**CONTEXT_SETTINGS, "obj": state},
+                      pretty_exceptions_enable=False, rich_markup_mode="rich")
+    app.callback()(root_callback)
+    for module in (run, plugins, results, listing, parse, env, sweep, report, compare, slurm,
+                   certify, benchmarks):
+        module.register(app)
     state.harness().hook.register_commands(cli=app)
+    flow_help(app)
     return app
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.state import app_state
 from harness.cli.options import DEFAULT_OUTPUT, OutputOption, PrecisionChoice
 
 EXIT_JOB_FAILED = 1
@@ -75,120 +76,123 @@ class TimeUnitChoice(str, Enum):
     us = "us"
 
 
-def register(app: typer.Typer, state) -> None:
-    @app.command("parse", help=HELP)
-    def parse_command(
-        logs: Annotated[Optional[list[Path]], typer.Argument(
-            help="Log files to parse.", show_default=False, metavar="LOG")] = None,
-        format_: Annotated[Optional[str], typer.Option(
-            "--format", help="Force a log format instead of detecting it.")] = None,
-        method: Annotated[Optional[MethodChoice], typer.Option(
-            help="Aggregation method; default: the format's own.")] = None,
-        skip: Annotated[Optional[int], typer.Option(
-            min=0, help="Warm-up training iterations left out (epochs for harmonic-epoch).")] = None,
-        skip_records: Annotated[Optional[int], typer.Option(
-            min=0, help="Warm-up counted in logged records instead of iterations.")] = None,
-        trim: Annotated[Optional[int], typer.Option(
-            min=0, help="trimmed: records dropped from each end after sorting.")] = None,
-        gpus: Annotated[Optional[int], typer.Option(
-            min=1, help="GPUs of the job (default: from the log, else 1).")] = None,
-        batch_size: Annotated[Optional[int], typer.Option(
-            min=1, help="Per-GPU batch size (default: from the log).")] = None,
-        seq_len: Annotated[Optional[int], typer.Option(
-            min=1, help="Tokens per sample: Megatron samples/s become tokens/s.")] = None,
-        precision: Annotated[Optional[PrecisionChoice], typer.Option(
-            help="Precision of the run (default: from the file name, else fp32).")] = None,
-        case: Annotated[Optional[str], typer.Option(
-            help="Case the log belongs to (default: the file name).")] = None,
-        framework: Annotated[Optional[str], typer.Option(
-            help="Framework that wrote the log (default: the format's).")] = None,
-        vendor: Annotated[Optional[str], typer.Option(help="Vendor of the hardware.")] = None,
-        ingest: Annotated[bool, typer.Option(
-            "--ingest", help="Record the results in OUTPUT/harness.db (same file twice: no-op).")] = False,
-        output: OutputOption = DEFAULT_OUTPUT,
-        as_json: Annotated[bool, typer.Option(
-            "--json", help="Print JSON only: {result, legacy_index} (a list for several logs).")] = False,
-        keyword: Annotated[Optional[str], typer.Option(
-            help="Keyword mode: the token that precedes each value (analysis.py --keyword).")] = None,
-        skip_steps: Annotated[Optional[int], typer.Option(
-            min=0, help="Keyword mode: records skipped (analysis.py --skip_steps; same as --skip).")] = None,
-        model_mode: Annotated[int, typer.Option(
-            help="Keyword mode: -1 ips per GPU, 0 s/step, 1 steps/s, 2 s/step->steps/s, "
-                 "3 steps/s->samples/s, 4 s/epoch.")] = -1,
-        base_batch_size: Annotated[Optional[int], typer.Option(
-            min=1, help="Keyword mode: per-GPU batch size for modes 0 and 3.")] = None,
-        time_unit: Annotated[TimeUnitChoice, typer.Option(
-            help="Keyword mode: unit of time records (modes 0 and 2).")] = TimeUnitChoice.s,
-        keyword_scope: Annotated[Optional[KeywordScope], typer.Option(
-            help="Keyword mode -1: values are per GPU (multiplied by the GPU count; the default, "
-                 "as analysis.py) or the job's global figure (taken as printed).")] = None,
-        ips_unit: Annotated[Optional[str], typer.Option(
-            help="Keyword mode -1: unit of the values (default samples/s).")] = None,
-        separator: Annotated[Optional[str], typer.Option(
-            help="Keyword mode: field separator (default: whitespace).")] = None,
-        position: Annotated[Optional[int], typer.Option(
-            help="Keyword mode: take the field at this index instead of the one after the keyword.")] = None,
-        list_formats: Annotated[bool, typer.Option(
-            "--list-formats", help="List the registered log formats and exit.")] = False,
-    ) -> int:
-        from harness.errors import UserInputError
-        from harness.ingest import ParseRequest, ingest as ingest_outcome, parse_log_file
+def parse_command(
+    ctx: typer.Context,
+    logs: Annotated[Optional[list[Path]], typer.Argument(
+        help="Log files to parse.", show_default=False, metavar="LOG")] = None,
+    format_: Annotated[Optional[str], typer.Option(
+        "--format", help="Force a log format instead of detecting it.")] = None,
+    method: Annotated[Optional[MethodChoice], typer.Option(
+        help="Aggregation method; default: the format's own.")] = None,
+    skip: Annotated[Optional[int], typer.Option(
+        min=0, help="Warm-up training iterations left out (epochs for harmonic-epoch).")] = None,
+    skip_records: Annotated[Optional[int], typer.Option(
+        min=0, help="Warm-up counted in logged records instead of iterations.")] = None,
+    trim: Annotated[Optional[int], typer.Option(
+        min=0, help="trimmed: records dropped from each end after sorting.")] = None,
+    gpus: Annotated[Optional[int], typer.Option(
+        min=1, help="GPUs of the job (default: from the log, else 1).")] = None,
+    batch_size: Annotated[Optional[int], typer.Option(
+        min=1, help="Per-GPU batch size (default: from the log).")] = None,
+    seq_len: Annotated[Optional[int], typer.Option(
+        min=1, help="Tokens per sample: Megatron samples/s become tokens/s.")] = None,
+    precision: Annotated[Optional[PrecisionChoice], typer.Option(
+        help="Precision of the run (default: from the file name, else fp32).")] = None,
+    case: Annotated[Optional[str], typer.Option(
+        help="Case the log belongs to (default: the file name).")] = None,
+    framework: Annotated[Optional[str], typer.Option(
+        help="Framework that wrote the log (default: the format's).")] = None,
+    vendor: Annotated[Optional[str], typer.Option(help="Vendor of the hardware.")] = None,
+    ingest: Annotated[bool, typer.Option(
+        "--ingest", help="Record the results in OUTPUT/harness.db (same file twice: no-op).")] = False,
+    output: OutputOption = DEFAULT_OUTPUT,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help="Print JSON only: {result, legacy_index} (a list for several logs).")] = False,
+    keyword: Annotated[Optional[str], typer.Option(
+        help="Keyword mode: the token that precedes each value (analysis.py --keyword).")] = None,
+    skip_steps: Annotated[Optional[int], typer.Option(
+        min=0, help="Keyword mode: records skipped (analysis.py --skip_steps; same as --skip).")] = None,
+    model_mode: Annotated[int, typer.Option(
+        help="Keyword mode: -1 ips per GPU, 0 s/step, 1 steps/s, 2 s/step->steps/s, "
+             "3 steps/s->samples/s, 4 s/epoch.")] = -1,
+    base_batch_size: Annotated[Optional[int], typer.Option(
+        min=1, help="Keyword mode: per-GPU batch size for modes 0 and 3.")] = None,
+    time_unit: Annotated[TimeUnitChoice, typer.Option(
+        help="Keyword mode: unit of time records (modes 0 and 2).")] = TimeUnitChoice.s,
+    keyword_scope: Annotated[Optional[KeywordScope], typer.Option(
+        help="Keyword mode -1: values are per GPU (multiplied by the GPU count; the default, "
+             "as analysis.py) or the job's global figure (taken as printed).")] = None,
+    ips_unit: Annotated[Optional[str], typer.Option(
+        help="Keyword mode -1: unit of the values (default samples/s).")] = None,
+    separator: Annotated[Optional[str], typer.Option(
+        help="Keyword mode: field separator (default: whitespace).")] = None,
+    position: Annotated[Optional[int], typer.Option(
+        help="Keyword mode: take the field at this index instead of the one after the keyword.")] = None,
+    list_formats: Annotated[bool, typer.Option(
+        "--list-formats", help="List the registered log formats and exit.")] = False,
+) -> int:
+    from harness.errors import UserInputError
+    from harness.ingest import ParseRequest, ingest as ingest_outcome, parse_log_file
 
-        registry = state.registry()
-        if list_formats:
-            for name in registry.log_formats.names():
-                fmt = registry.log_formats.get(name)
-                typer.echo(f"{name:18} default method {fmt.default_method:15} {fmt.description}")
-            return 0
-        if not logs:
-            raise UserInputError("give at least one log file: harness parse LOG... (see --help)")
-        if keyword is None and (base_batch_size or skip_steps is not None or model_mode != -1
-                                or keyword_scope is not None):
-            raise UserInputError("--skip-steps/--model-mode/--base-batch-size/--keyword-scope belong to keyword mode: add --keyword")
-        if skip_records is not None and (skip is not None or skip_steps is not None):
-            raise UserInputError("--skip-records replaces --skip: give one of them")
-        if skip is not None and skip_steps is not None and skip != skip_steps:
-            raise UserInputError("--skip and --skip-steps disagree; give one of them")
-        keyword_options = {}
-        if keyword is not None:
-            if format_ not in (None, "keyword"):
-                raise UserInputError(f"--keyword is keyword mode; it cannot be combined with --format {format_}")
-            keyword_options = {"keyword": keyword, "model_mode": model_mode,
-                               "keyword_scope": (keyword_scope or KeywordScope.per_gpu).value,
-                               "base_batch_size": base_batch_size, "time_unit": time_unit.value,
-                               "ips_unit": ips_unit, "separator": separator, "position": position}
-        outcomes = []
-        for path in logs:
-            request = ParseRequest(
-                path=path, format=format_, method=method.value if method else None,
-                skip=skip if skip is not None else skip_steps, trim=trim, gpus=gpus,
-                skip_records=skip_records,
-                batch_size=batch_size or base_batch_size, seq_len=seq_len,
-                precision=precision.value if precision else None, case=case,
-                framework=framework, vendor=vendor, format_options=keyword_options,
-            )
-            outcome = parse_log_file(registry, request)
-            ingest_message = None
-            if ingest:
-                added, run_dir = ingest_outcome(outcome, output)
-                ingest_message = (f"ingested into {output / 'harness.db'} as {outcome.result.run_id}"
-                                  if added else
-                                  f"already ingested (same sha256 {outcome.result.source_sha256[:12]}...): "
-                                  "nothing recorded")
-            outcomes.append((outcome, ingest_message))
-            if not as_json:
-                _print_outcome(outcome, ingest_message)
-        if as_json:
-            documents = [
-                {"result": json.loads(o.result.model_dump_json()), "legacy_index": o.legacy.model_dump(),
-                 "notes": o.notes, **({"ingest": msg} if msg else {})}
-                for o, msg in outcomes
-            ]
-            typer.echo(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1,
-                                  ensure_ascii=False))
-        if any(o.failed for o, _ in outcomes):
-            raise typer.Exit(EXIT_JOB_FAILED)
+    registry = app_state(ctx).registry()
+    if list_formats:
+        for name in registry.log_formats.names():
+            fmt = registry.log_formats.get(name)
+            typer.echo(f"{name:18} default method {fmt.default_method:15} {fmt.description}")
         return 0
+    if not logs:
+        raise UserInputError("give at least one log file: harness parse LOG... (see --help)")
+    if keyword is None and (base_batch_size or skip_steps is not None or model_mode != -1
+                            or keyword_scope is not None):
+        raise UserInputError("--skip-steps/--model-mode/--base-batch-size/--keyword-scope belong to keyword mode: add --keyword")
+    if skip_records is not None and (skip is not None or skip_steps is not None):
+        raise UserInputError("--skip-records replaces --skip: give one of them")
+    if skip is not None and skip_steps is not None and skip != skip_steps:
+        raise UserInputError("--skip and --skip-steps disagree; give one of them")
+    keyword_options = {}
+    if keyword is not None:
+        if format_ not in (None, "keyword"):
+            raise UserInputError(f"--keyword is keyword mode; it cannot be combined with --format {format_}")
+        keyword_options = {"keyword": keyword, "model_mode": model_mode,
+                           "keyword_scope": (keyword_scope or KeywordScope.per_gpu).value,
+                           "base_batch_size": base_batch_size, "time_unit": time_unit.value,
+                           "ips_unit": ips_unit, "separator": separator, "position": position}
+    outcomes = []
+    for path in logs:
+        request = ParseRequest(
+            path=path, format=format_, method=method.value if method else None,
+            skip=skip if skip is not None else skip_steps, trim=trim, gpus=gpus,
+            skip_records=skip_records,
+            batch_size=batch_size or base_batch_size, seq_len=seq_len,
+            precision=precision.value if precision else None, case=case,
+            framework=framework, vendor=vendor, format_options=keyword_options,
+        )
+        outcome = parse_log_file(registry, request)
+        ingest_message = None
+        if ingest:
+            added, run_dir = ingest_outcome(outcome, output)
+            ingest_message = (f"ingested into {output / 'harness.db'} as {outcome.result.run_id}"
+                              if added else
+                              f"already ingested (same sha256 {outcome.result.source_sha256[:12]}...): "
+                              "nothing recorded")
+        outcomes.append((outcome, ingest_message))
+        if not as_json:
+            _print_outcome(outcome, ingest_message)
+    if as_json:
+        documents = [
+            {"result": json.loads(o.result.model_dump_json()), "legacy_index": o.legacy.model_dump(),
+             "notes": o.notes, **({"ingest": msg} if msg else {})}
+            for o, msg in outcomes
+        ]
+        typer.echo(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1,
+                              ensure_ascii=False))
+    if any(o.failed for o, _ in outcomes):
+        raise typer.Exit(EXIT_JOB_FAILED)
+    return 0
+
+
+def register(app: typer.Typer) -> None:
+    app.command('parse', help=HELP)(parse_command)
 
 
 def _print_outcome(outcome, ingest_message: str | None) -> None:

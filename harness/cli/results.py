@@ -9,6 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.state import app_state
 from harness.cli.options import (DEFAULT_OUTPUT, CasesFilter, FrameworksFilter, OutputOption,
                                  StatusChoice, VendorsFilter, split_list)
 from harness.errors import UserInputError
@@ -70,121 +71,127 @@ def list_row(result) -> dict:
     }
 
 
-def register(app: typer.Typer, state) -> None:
-    group = typer.Typer(help="List, show and export recorded results.", no_args_is_help=True)
-    app.add_typer(group, name="results")
+group = typer.Typer(help="List, show and export recorded results.", no_args_is_help=True)
 
-    @group.command("list")
-    def list_command(
-        output: OutputOption = DEFAULT_OUTPUT,
-        case: CasesFilter = None,
-        framework: FrameworksFilter = None,
-        vendor: VendorsFilter = None,
-        status: StatusFilter = None,
-        since: SinceFilter = None,
-        limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 50,
-        json_output: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON list.")] = False,
-    ) -> None:
-        """List recorded runs, newest first: case, framework, vendor, layout, precision, batch,
-        scale, status, FINAL_RESULT, MFU and date."""
-        rows = [list_row(result) for result, _ in query(output, case, framework, vendor, status,
-                                                         since, limit)]
-        if json_output:
-            typer.echo(json.dumps(rows, indent=2))
+
+@group.command("list")
+def list_command(
+    output: OutputOption = DEFAULT_OUTPUT,
+    case: CasesFilter = None,
+    framework: FrameworksFilter = None,
+    vendor: VendorsFilter = None,
+    status: StatusFilter = None,
+    since: SinceFilter = None,
+    limit: Annotated[int, typer.Option(min=1, help="At most this many, newest first.")] = 50,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the rows as a JSON list.")] = False,
+) -> None:
+    """List recorded runs, newest first: case, framework, vendor, layout, precision, batch,
+    scale, status, FINAL_RESULT, MFU and date."""
+    rows = [list_row(result) for result, _ in query(output, case, framework, vendor, status,
+                                                     since, limit)]
+    if json_output:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+
+    from harness.cli.console import make_console
+
+    table = Table(*(header for header, _ in LIST_COLUMNS))
+    for row in rows:
+        cells = []
+        for _, key in LIST_COLUMNS:
+            value = row[key]
+            if key == "final_result":
+                value = f"{value:,.2f}" if value is not None else "-"
+            elif key == "mfu":
+                value = f"{value:.1%}" if value is not None else "-"
+            elif key == "started_at":
+                value = value[:16].replace("T", " ")
+            elif key == "status" and value != "success":
+                value = f"[red]{value}[/red]"
+            cells.append("-" if value is None else str(value))
+        table.add_row(*cells)
+    make_console().print(table)
+    if not rows:
+        typer.echo(f"no recorded runs match in {output}", err=True)
+
+
+@group.command("show")
+def show_command(
+    run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix of one.")],
+    output: OutputOption = DEFAULT_OUTPUT,
+) -> None:
+    """Print the full result JSON of one run."""
+    from harness.store import ResultStore
+
+    result = ResultStore(output).get(run_id)
+    if result is None:
+        raise UserInputError(f"no single run matches {run_id!r} in {output}; see `harness results list`")
+    typer.echo(result.model_dump_json(indent=2))
+
+
+@group.command("export")
+def export_command(
+    ctx: typer.Context,
+    output: OutputOption = DEFAULT_OUTPUT,
+    format_: Annotated[ExportFormat, typer.Option(
+        "--format", help="csv (a header row, then one row per run) or jsonl (one JSON "
+                         "object per line).")] = ExportFormat.csv,
+    to: Annotated[Optional[Path], typer.Option(
+        help="Write the table to this file (default: stdout).")] = None,
+    repeats: Annotated[bool, typer.Option(
+        "--repeats", help="One row per repeat instead of per run (repeat_* columns added).")] = False,
+    tensorboard: Annotated[Optional[Path], typer.Option(
+        help="Also write TensorBoard event files into this folder, one sub-folder per run: "
+             "loss, throughput, learning rate and step time per step, and the device "
+             "monitor's memory, power and utilisation (needs the tensorboard extra); "
+             "alone, without --to, it prints no table.")] = None,
+    case: CasesFilter = None,
+    framework: FrameworksFilter = None,
+    vendor: VendorsFilter = None,
+    status: StatusFilter = None,
+    since: SinceFilter = None,
+) -> None:
+    """Export recorded runs with stable column names (listed in docs/results.md), and
+    optionally as TensorBoard event files.
+
+    [bold]harness results export --format csv --to runs.csv[/bold]
+
+    [bold]harness results export --format jsonl --repeats --case gpt3_125M[/bold]
+
+    [bold]harness results export --tensorboard tb/ && tensorboard --logdir tb/[/bold]
+    """
+    from harness.export.table import export_rows, to_csv, to_jsonl, write_export
+
+    if to is not None and to.is_dir():
+        raise UserInputError(f"--to {to} is a folder; give a file name, e.g. {to / 'runs.csv'}")
+    if to is not None and to.parent.exists() and not to.parent.is_dir():
+        raise UserInputError(f"--to {to}: {to.parent} is a file, not a folder")
+    if tensorboard is not None and tensorboard.exists() and not tensorboard.is_dir():
+        raise UserInputError(f"--tensorboard {tensorboard} is a file; give a folder (it is "
+                             "created if missing)")
+    selected = query(output, case, framework, vendor, status, since, None)
+    rows = export_rows(selected, per_repeat=repeats)
+    if tensorboard is not None:
+        from harness.export.tensorboard import export_tensorboard
+        from harness.report.data import ReportRun
+        from harness.report.steps import log_step_reader
+
+        runs = [ReportRun(result, Path(folder) if folder else None) for result, folder in selected]
+        written = export_tensorboard(runs, tensorboard, log_step_reader(app_state(ctx).registry()))
+        typer.echo(f"tensorboard: {written.runs} runs -> {tensorboard} ({written.step_scalars} "
+                   f"step values, {written.device_scalars} device samples); "
+                   f"view with: tensorboard --logdir {tensorboard}", err=True)
+        if to is None:
             return
-        from rich.table import Table
+    try:
+        write_export(to_csv(rows, repeats) if format_ is ExportFormat.csv else to_jsonl(rows), to)
+    except OSError as exc:
+        raise UserInputError(f"--to {to}: cannot write it ({exc.strerror or exc}); give a "
+                             "file in a writable folder, or leave --to out for stdout") from None
+    if to is not None:
+        typer.echo(f"{len(rows)} rows -> {to}", err=True)
 
-        from harness.cli.console import make_console
 
-        table = Table(*(header for header, _ in LIST_COLUMNS))
-        for row in rows:
-            cells = []
-            for _, key in LIST_COLUMNS:
-                value = row[key]
-                if key == "final_result":
-                    value = f"{value:,.2f}" if value is not None else "-"
-                elif key == "mfu":
-                    value = f"{value:.1%}" if value is not None else "-"
-                elif key == "started_at":
-                    value = value[:16].replace("T", " ")
-                elif key == "status" and value != "success":
-                    value = f"[red]{value}[/red]"
-                cells.append("-" if value is None else str(value))
-            table.add_row(*cells)
-        make_console().print(table)
-        if not rows:
-            typer.echo(f"no recorded runs match in {output}", err=True)
-
-    @group.command("show")
-    def show_command(
-        run_id: Annotated[str, typer.Argument(help="Run id or a unique prefix of one.")],
-        output: OutputOption = DEFAULT_OUTPUT,
-    ) -> None:
-        """Print the full result JSON of one run."""
-        from harness.store import ResultStore
-
-        result = ResultStore(output).get(run_id)
-        if result is None:
-            raise UserInputError(f"no single run matches {run_id!r} in {output}; see `harness results list`")
-        typer.echo(result.model_dump_json(indent=2))
-
-    @group.command("export")
-    def export_command(
-        output: OutputOption = DEFAULT_OUTPUT,
-        format_: Annotated[ExportFormat, typer.Option(
-            "--format", help="csv (a header row, then one row per run) or jsonl (one JSON "
-                             "object per line).")] = ExportFormat.csv,
-        to: Annotated[Optional[Path], typer.Option(
-            help="Write the table to this file (default: stdout).")] = None,
-        repeats: Annotated[bool, typer.Option(
-            "--repeats", help="One row per repeat instead of per run (repeat_* columns added).")] = False,
-        tensorboard: Annotated[Optional[Path], typer.Option(
-            help="Also write TensorBoard event files into this folder, one sub-folder per run: "
-                 "loss, throughput, learning rate and step time per step, and the device "
-                 "monitor's memory, power and utilisation (needs the tensorboard extra); "
-                 "alone, without --to, it prints no table.")] = None,
-        case: CasesFilter = None,
-        framework: FrameworksFilter = None,
-        vendor: VendorsFilter = None,
-        status: StatusFilter = None,
-        since: SinceFilter = None,
-    ) -> None:
-        """Export recorded runs with stable column names (listed in docs/results.md), and
-        optionally as TensorBoard event files.
-
-        [bold]harness results export --format csv --to runs.csv[/bold]
-
-        [bold]harness results export --format jsonl --repeats --case gpt3_125M[/bold]
-
-        [bold]harness results export --tensorboard tb/ && tensorboard --logdir tb/[/bold]
-        """
-        from harness.export.table import export_rows, to_csv, to_jsonl, write_export
-
-        if to is not None and to.is_dir():
-            raise UserInputError(f"--to {to} is a folder; give a file name, e.g. {to / 'runs.csv'}")
-        if to is not None and to.parent.exists() and not to.parent.is_dir():
-            raise UserInputError(f"--to {to}: {to.parent} is a file, not a folder")
-        if tensorboard is not None and tensorboard.exists() and not tensorboard.is_dir():
-            raise UserInputError(f"--tensorboard {tensorboard} is a file; give a folder (it is "
-                                 "created if missing)")
-        selected = query(output, case, framework, vendor, status, since, None)
-        rows = export_rows(selected, per_repeat=repeats)
-        if tensorboard is not None:
-            from harness.export.tensorboard import export_tensorboard
-            from harness.report.data import ReportRun
-            from harness.report.steps import log_step_reader
-
-            runs = [ReportRun(result, Path(folder) if folder else None) for result, folder in selected]
-            written = export_tensorboard(runs, tensorboard, log_step_reader(state.registry()))
-            typer.echo(f"tensorboard: {written.runs} runs -> {tensorboard} ({written.step_scalars} "
-                       f"step values, {written.device_scalars} device samples); "
-                       f"view with: tensorboard --logdir {tensorboard}", err=True)
-            if to is None:
-                return
-        try:
-            write_export(to_csv(rows, repeats) if format_ is ExportFormat.csv else to_jsonl(rows), to)
-        except OSError as exc:
-            raise UserInputError(f"--to {to}: cannot write it ({exc.strerror or exc}); give a "
-                                 "file in a writable folder, or leave --to out for stdout") from None
-        if to is not None:
-            typer.echo(f"{len(rows)} rows -> {to}", err=True)
+def register(app: typer.Typer) -> None:
+    app.add_typer(group, name="results")

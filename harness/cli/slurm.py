@@ -35,50 +35,53 @@ then `sbatch job.sbatch` (or `sbatch --wait job.sbatch`). Node 0 records the job
 """
 
 
-def register(app: typer.Typer, state) -> None:
-    slurm_app = typer.Typer(help="Run harness jobs under Slurm.", no_args_is_help=True,
-                            rich_markup_mode=None)
+slurm_app = typer.Typer(help="Run harness jobs under Slurm.", no_args_is_help=True,
+                        rich_markup_mode=None)
 
-    @slurm_app.command("script", help=HELP, context_settings={"allow_extra_args": True,
-                                                              "ignore_unknown_options": True})
-    def script_command(
-        ctx: typer.Context,
-        nodes: Annotated[int, typer.Option(min=1, help="Nodes (#SBATCH --nodes); one srun task each.")] = 1,
-        cpus_per_task: Annotated[Optional[int], typer.Option(
-            min=1, help="CPUs of each node's task (#SBATCH --cpus-per-task): the node's training "
-                        "processes share them.")] = None,
-        gpus_per_node: Annotated[Optional[int], typer.Option(
-            min=1, help="GPUs per node (#SBATCH --gpus-per-node).")] = None,
-        partition: Annotated[Optional[str], typer.Option(help="#SBATCH --partition.")] = None,
-        time_limit: Annotated[Optional[str], typer.Option(
-            "--time", help="#SBATCH --time, e.g. 01:00:00.")] = None,
-        job_name: Annotated[str, typer.Option(help="#SBATCH --job-name.")] = "harness",
-        sbatch_option: Annotated[Optional[list[str]], typer.Option(
-            help="Another #SBATCH line, e.g. --sbatch-option=--account=proj (repeatable).")] = None,
-        out: Annotated[Optional[Path], typer.Option(
-            "-o", "--out", help="Write the script here (default: print it).")] = None,
-    ) -> None:
-        run_args = list(ctx.args)
-        _check_run_arguments(app, run_args)
-        text = sbatch_script(run_args, nodes=nodes, cpus_per_task=cpus_per_task,
-                             gpus_per_node=gpus_per_node, partition=partition,
-                             time_limit=time_limit, job_name=job_name,
-                             extra=list(sbatch_option or []), workdir=Path.cwd())
-        if out is None:
-            typer.echo(text, nl=False)
-            return
-        try:
-            out.write_text(text)
-            out.chmod(out.stat().st_mode | 0o100)
-        except OSError as exc:
-            raise UserInputError(f"-o {out}: {exc.strerror or exc}") from None
-        typer.echo(f"wrote {out}; submit it with: sbatch {shlex.quote(str(out))}", err=True)
 
+@slurm_app.command("script", help=HELP, context_settings={"allow_extra_args": True,
+                                                          "ignore_unknown_options": True})
+def script_command(
+    ctx: typer.Context,
+    nodes: Annotated[int, typer.Option(min=1, help="Nodes (#SBATCH --nodes); one srun task each.")] = 1,
+    cpus_per_task: Annotated[Optional[int], typer.Option(
+        min=1, help="CPUs of each node's task (#SBATCH --cpus-per-task): the node's training "
+                    "processes share them.")] = None,
+    gpus_per_node: Annotated[Optional[int], typer.Option(
+        min=1, help="GPUs per node (#SBATCH --gpus-per-node).")] = None,
+    partition: Annotated[Optional[str], typer.Option(help="#SBATCH --partition.")] = None,
+    time_limit: Annotated[Optional[str], typer.Option(
+        "--time", help="#SBATCH --time, e.g. 01:00:00.")] = None,
+    job_name: Annotated[str, typer.Option(help="#SBATCH --job-name.")] = "harness",
+    sbatch_option: Annotated[Optional[list[str]], typer.Option(
+        help="Another #SBATCH line, e.g. --sbatch-option=--account=proj (repeatable).")] = None,
+    out: Annotated[Optional[Path], typer.Option(
+        "-o", "--out", help="Write the script here (default: print it).")] = None,
+) -> None:
+    run_args = list(ctx.args)
+    _check_run_arguments(ctx.find_root().command, run_args)
+    text = sbatch_script(run_args, nodes=nodes, cpus_per_task=cpus_per_task,
+                         gpus_per_node=gpus_per_node, partition=partition,
+                         time_limit=time_limit, job_name=job_name,
+                         extra=list(sbatch_option or []), workdir=Path.cwd())
+    if out is None:
+        typer.echo(text, nl=False)
+        return
+    try:
+        out.write_text(text)
+        out.chmod(out.stat().st_mode | 0o100)
+    except OSError as exc:
+        raise UserInputError(f"-o {out}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {out}; submit it with: sbatch {shlex.quote(str(out))}", err=True)
+
+
+def register(app: typer.Typer) -> None:
     app.add_typer(slurm_app, name="slurm")
 
 
-def _check_run_arguments(app: typer.Typer, run_args: list[str]) -> None:
-    """The arguments must be a valid `harness run` (so a typo fails now, not in the queue)."""
+def _check_run_arguments(root, run_args: list[str]) -> None:
+    """The arguments must be a valid `harness run` of the ``root`` command group (so a typo
+    fails now, not in the queue)."""
     if not run_args:
         raise UserInputError("give the `harness run` options after `--`, e.g. "
                              "harness slurm script --nodes 2 -- --case gpt3_125M")
@@ -86,9 +89,7 @@ def _check_run_arguments(app: typer.Typer, run_args: list[str]) -> None:
         name = arg.split("=", 1)[0]
         if name in _SLURM_OWNED:
             raise UserInputError(f"{name} is not for `harness slurm script` runs: {_SLURM_OWNED[name]}")
-    import typer.main
-
-    command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    command = root.commands["run"]
     try:
         command.make_context("harness run", list(run_args), resilient_parsing=False)
     except Exception as exc:  # click's usage errors; they carry the message

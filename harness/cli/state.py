@@ -32,6 +32,15 @@ class AppState:
         return self.harness().registry
 
 
+def app_state(ctx) -> AppState:
+    """The AppState of the invocation a command runs in (``build_app`` puts it on the root
+    click context as ``obj``; every sub-context finds it there)."""
+    state = ctx.find_object(AppState)
+    if state is None:
+        raise RuntimeError("harness commands run inside the app build_app() makes")
+    return state
+
+
 @contextmanager
 def _echoed_warnings(category: type[Warning]) -> Iterator[None]:
     """Prints each warning of ``category`` raised inside as ``warning: ...`` on stderr."""

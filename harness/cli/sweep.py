@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.state import app_state
 from harness.cli.options import (DEFAULT_OUTPUT, PRECISIONS, DataDirOption, EnvChoice, EnvOption,
                                  OutputOption, ScaleChoice, SetOption, ShowLogOption, split_list)
 from harness.errors import UserInputError, did_you_mean
@@ -37,121 +38,124 @@ def _check_names(names: list[str], catalog, option: str) -> None:
                                  + did_you_mean(name, catalog.items))
 
 
-def register(app: typer.Typer, state) -> None:
-    @app.command("sweep", help=HELP)
-    def sweep_command(
-        file: Annotated[Optional[Path], typer.Argument(
-            help="Sweep TOML file (optional when --case is given).")] = None,
-        case: Annotated[Optional[str], typer.Option(help="Cases, comma-separated.")] = None,
-        framework: Annotated[Optional[str], typer.Option(help="Frameworks, comma-separated.")] = None,
-        vendor: Annotated[Optional[str], typer.Option(help="Vendors, comma-separated (default cpu).")] = None,
-        nproc: Annotated[Optional[str], typer.Option(help="Processes per node, e.g. 1,2,8.")] = None,
-        nnodes: Annotated[Optional[str], typer.Option(help="Nodes, e.g. 1,4.")] = None,
-        precision: Annotated[Optional[str], typer.Option(
-            help=f"Precisions, comma-separated: {','.join(PRECISIONS)}.")] = None,
-        batch_size: Annotated[Optional[str], typer.Option(help="Micro batch sizes, e.g. 32,48.")] = None,
-        scale: Annotated[Optional[ScaleChoice], typer.Option(
-            help="smoke shrinks every case for a CPU (default: the file's, else full).")] = None,
-        max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps of every run.")] = None,
-        repeat: Annotated[Optional[int], typer.Option(
-            min=1, help="Repeats per run (default: the file's, else 3 on accelerators at full "
-                        "scale and 1 otherwise); the median is reported.")] = None,
-        set_: SetOption = None,
-        output: OutputOption = DEFAULT_OUTPUT,
-        data_dir: DataDirOption = None,
-        env: EnvOption = EnvChoice.auto,
-        dry_run: Annotated[bool, typer.Option(
-            "--dry-run", help="Show the matrix, what would be skipped and why, and stop.")] = False,
-        rerun: Annotated[bool, typer.Option(
-            "--rerun", help="Run points again even when they are already recorded.")] = False,
-        show_log: ShowLogOption = False,
-    ) -> None:
-        from harness.cli.console import make_console
-        from harness.config_resolution import parse_set_pairs
-        from harness.sweep.planner import SweepOptions, plan_sweep
-        from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file, set_values
+def sweep_command(
+    ctx: typer.Context,
+    file: Annotated[Optional[Path], typer.Argument(
+        help="Sweep TOML file (optional when --case is given).")] = None,
+    case: Annotated[Optional[str], typer.Option(help="Cases, comma-separated.")] = None,
+    framework: Annotated[Optional[str], typer.Option(help="Frameworks, comma-separated.")] = None,
+    vendor: Annotated[Optional[str], typer.Option(help="Vendors, comma-separated (default cpu).")] = None,
+    nproc: Annotated[Optional[str], typer.Option(help="Processes per node, e.g. 1,2,8.")] = None,
+    nnodes: Annotated[Optional[str], typer.Option(help="Nodes, e.g. 1,4.")] = None,
+    precision: Annotated[Optional[str], typer.Option(
+        help=f"Precisions, comma-separated: {','.join(PRECISIONS)}.")] = None,
+    batch_size: Annotated[Optional[str], typer.Option(help="Micro batch sizes, e.g. 32,48.")] = None,
+    scale: Annotated[Optional[ScaleChoice], typer.Option(
+        help="smoke shrinks every case for a CPU (default: the file's, else full).")] = None,
+    max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps of every run.")] = None,
+    repeat: Annotated[Optional[int], typer.Option(
+        min=1, help="Repeats per run (default: the file's, else 3 on accelerators at full "
+                    "scale and 1 otherwise); the median is reported.")] = None,
+    set_: SetOption = None,
+    output: OutputOption = DEFAULT_OUTPUT,
+    data_dir: DataDirOption = None,
+    env: EnvOption = EnvChoice.auto,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Show the matrix, what would be skipped and why, and stop.")] = False,
+    rerun: Annotated[bool, typer.Option(
+        "--rerun", help="Run points again even when they are already recorded.")] = False,
+    show_log: ShowLogOption = False,
+) -> None:
+    from harness.cli.console import make_console
+    from harness.config_resolution import parse_set_pairs
+    from harness.sweep.planner import SweepOptions, plan_sweep
+    from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file, set_values
 
-        spec = load_sweep_file(file) if file else SweepSpec(name="cli")
-        registry = state.registry()
-        axes = {
-            "case": split_list(case, "--case"),
-            "framework": split_list(framework, "--framework"),
-            "vendor": split_list(vendor, "--vendor"),
-            "nproc": split_list(nproc, "--nproc", int),
-            "nnodes": split_list(nnodes, "--nnodes", int),
-            "precision": split_list(precision, "--precision"),
-            "batch_size": split_list(batch_size, "--batch-size", int),
-        }
-        _check_names(axes["case"], registry.cases, "--case")
-        _check_names(axes["framework"], registry.frameworks, "--framework")
-        _check_names(axes["vendor"], registry.vendors, "--vendor")
-        for value in axes["precision"]:
-            if value not in PRECISIONS:
-                raise UserInputError(f"--precision: {value!r} is not one of {', '.join(PRECISIONS)}")
-        overrides: dict = {}
-        if scale is not None:
-            overrides["scale"] = scale.value
-        if max_steps is not None:
-            overrides["max_steps"] = max_steps
-        if repeat is not None:
-            overrides["repeat"] = repeat
-        set_axes: dict[str, list[str]] = {}
-        if set_:
-            single = {}
-            for key, raw in parse_set_pairs(list(set_)).items():
-                values = set_values(raw)
-                if len(values) > 1:
-                    set_axes[key] = values  # hydra style: --set recompute=full,none is an axis
-                else:
-                    single[key] = values[0]
-            if single:
-                overrides["set"] = single
-        points = apply_cli_axes(spec.expand(), axes, overrides, set_axes)
-        if not file and not axes["case"]:
-            raise UserInputError("give a sweep file or --case (see `harness sweep --help`)")
+    spec = load_sweep_file(file) if file else SweepSpec(name="cli")
+    registry = app_state(ctx).registry()
+    axes = {
+        "case": split_list(case, "--case"),
+        "framework": split_list(framework, "--framework"),
+        "vendor": split_list(vendor, "--vendor"),
+        "nproc": split_list(nproc, "--nproc", int),
+        "nnodes": split_list(nnodes, "--nnodes", int),
+        "precision": split_list(precision, "--precision"),
+        "batch_size": split_list(batch_size, "--batch-size", int),
+    }
+    _check_names(axes["case"], registry.cases, "--case")
+    _check_names(axes["framework"], registry.frameworks, "--framework")
+    _check_names(axes["vendor"], registry.vendors, "--vendor")
+    for value in axes["precision"]:
+        if value not in PRECISIONS:
+            raise UserInputError(f"--precision: {value!r} is not one of {', '.join(PRECISIONS)}")
+    overrides: dict = {}
+    if scale is not None:
+        overrides["scale"] = scale.value
+    if max_steps is not None:
+        overrides["max_steps"] = max_steps
+    if repeat is not None:
+        overrides["repeat"] = repeat
+    set_axes: dict[str, list[str]] = {}
+    if set_:
+        single = {}
+        for key, raw in parse_set_pairs(list(set_)).items():
+            values = set_values(raw)
+            if len(values) > 1:
+                set_axes[key] = values  # hydra style: --set recompute=full,none is an axis
+            else:
+                single[key] = values[0]
+        if single:
+            overrides["set"] = single
+    points = apply_cli_axes(spec.expand(), axes, overrides, set_axes)
+    if not file and not axes["case"]:
+        raise UserInputError("give a sweep file or --case (see `harness sweep --help`)")
 
-        console = make_console(stderr=True)
-        out = make_console()
-        options = SweepOptions(
-            output=output, data_dir=data_dir, env_mode=env.value, rerun=rerun,
-            sweep_file=file.name if file else None,
-            cli_fields=frozenset({axis for axis, values in axes.items() if values}
-                                 | (set(overrides) - {"set"})),
-            cli_set_keys=frozenset(set(set_axes) | set(overrides.get("set", {}))))
-        planned = plan_sweep(state.harness(), points, options)
-        todo = sum(1 for p in planned if p.state == "todo")
-        counts = {s: sum(1 for p in planned if p.state == s) for s in ("done", "skipped", "invalid")}
-        console.print(
-            f"sweep [bold]{spec.name}[/bold]: {len(planned)} points, {todo} to run, "
-            f"{counts['done']} already recorded, {counts['skipped']} skipped, "
-            f"{counts['invalid']} invalid", highlight=False)
-        if dry_run:
-            from harness.sweep.runner import SweepRow, row_from_recorded
+    console = make_console(stderr=True)
+    out = make_console()
+    options = SweepOptions(
+        output=output, data_dir=data_dir, env_mode=env.value, rerun=rerun,
+        sweep_file=file.name if file else None,
+        cli_fields=frozenset({axis for axis, values in axes.items() if values}
+                             | (set(overrides) - {"set"})),
+        cli_set_keys=frozenset(set(set_axes) | set(overrides.get("set", {}))))
+    planned = plan_sweep(app_state(ctx).harness(), points, options)
+    todo = sum(1 for p in planned if p.state == "todo")
+    counts = {s: sum(1 for p in planned if p.state == s) for s in ("done", "skipped", "invalid")}
+    console.print(
+        f"sweep [bold]{spec.name}[/bold]: {len(planned)} points, {todo} to run, "
+        f"{counts['done']} already recorded, {counts['skipped']} skipped, "
+        f"{counts['invalid']} invalid", highlight=False)
+    if dry_run:
+        from harness.sweep.runner import SweepRow, row_from_recorded
 
-            rows = [row_from_recorded(p) if p.state == "done" else
-                    SweepRow(p, "to run" if p.state == "todo" else p.state, p.reason) for p in planned]
-            out.print(summary_table(rows, title=f"sweep {spec.name} (dry run)"))
-            return
-        from harness.cli.progress import ConsoleObserver
-        from harness.sweep.runner import run_sweep
+        rows = [row_from_recorded(p) if p.state == "done" else
+                SweepRow(p, "to run" if p.state == "todo" else p.state, p.reason) for p in planned]
+        out.print(summary_table(rows, title=f"sweep {spec.name} (dry run)"))
+        return
+    from harness.cli.progress import ConsoleObserver
+    from harness.sweep.runner import run_sweep
 
-        summary = run_sweep(
-            state.harness(), spec.name, planned, options, source=spec.source,
-            observer_factory=lambda: ConsoleObserver(registry, show_log=show_log, console=console),
-            emit=lambda text: console.print(f"[bold cyan]{text}[/bold cyan]", highlight=False),
-        )
-        out.print(summary_table(summary.rows, title=f"sweep {spec.name}"))
-        ran = summary.count("success", "failed", "timeout", "hang", "interrupted", "terminated")
-        console.print(
-            f"{ran} ran: {summary.count('success')} succeeded, {len(summary.failed_rows)} failed; "
-            f"{summary.count('done')} already recorded; {summary.count('skipped')} skipped"
-            + (f"; {summary.count('not run')} not run" if summary.interrupted else ""),
-            highlight=False)
-        if summary.interrupted:
-            console.print("interrupted: run the same command again to resume "
-                          "(recorded runs are skipped)", highlight=False)
-        if summary.exit_code:
-            raise typer.Exit(summary.exit_code)
+    summary = run_sweep(
+        app_state(ctx).harness(), spec.name, planned, options, source=spec.source,
+        observer_factory=lambda: ConsoleObserver(registry, show_log=show_log, console=console),
+        emit=lambda text: console.print(f"[bold cyan]{text}[/bold cyan]", highlight=False),
+    )
+    out.print(summary_table(summary.rows, title=f"sweep {spec.name}"))
+    ran = summary.count("success", "failed", "timeout", "hang", "interrupted", "terminated")
+    console.print(
+        f"{ran} ran: {summary.count('success')} succeeded, {len(summary.failed_rows)} failed; "
+        f"{summary.count('done')} already recorded; {summary.count('skipped')} skipped"
+        + (f"; {summary.count('not run')} not run" if summary.interrupted else ""),
+        highlight=False)
+    if summary.interrupted:
+        console.print("interrupted: run the same command again to resume "
+                      "(recorded runs are skipped)", highlight=False)
+    if summary.exit_code:
+        raise typer.Exit(summary.exit_code)
+
+
+def register(app: typer.Typer) -> None:
+    app.command('sweep', help=HELP)(sweep_command)
 
 
 def summary_table(rows, title: str):

@@ -80,3 +80,36 @@ def test_no_help_page_shows_a_python_type_or_braces_as_a_placeholder():
         assert placeholders == [], f"harness {' '.join(path)} -h shows {placeholders}"
     assert "Usage: root results show [OPTIONS] RUN_ID" in invoke("results", "show", "-h") or \
         "results show [OPTIONS] RUN_ID" in invoke("results", "show", "-h")
+
+
+def test_list_without_a_subcommand_prints_every_list():
+    text = invoke("list")
+    for title, row in (("Cases:", "gpt3_125M"), ("Frameworks:", "pytorch"), ("Vendors:", "cpu"),
+                       ("Log formats:", "megatron")):
+        assert title in text and row in text.split(title, 1)[1]
+
+
+def test_help_paragraphs_flow_instead_of_breaking_where_the_source_wraps():
+    from harness.cli.helptext import flowing
+
+    text = "A summary wrapped\nin the source.\n\nExamples:\nharness run --case a\nharness run --case b"
+    assert flowing(text) == ("A summary wrapped in the source.\n\n"
+                             "Examples:\nharness run --case a\nharness run --case b")
+    wide = CliRunner().invoke(build_app(), ["list", "-h"], env={"COLUMNS": "250"}).output
+    assert "the frameworks that implement them; the headline cases first." in wide
+
+
+def test_commands_are_top_level_functions_not_closures():
+    import ast
+    from pathlib import Path
+
+    import harness.cli
+
+    for path in Path(harness.cli.__file__).parent.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef):
+                nested = [inner.name for inner in ast.walk(node) if inner is not node
+                          and isinstance(inner, ast.FunctionDef)
+                          and any("command" in ast.unparse(d) or "callback" in ast.unparse(d)
+                                  for d in inner.decorator_list)]
+                assert nested == [], f"{path.name}: {node.name} defines commands {nested}"
