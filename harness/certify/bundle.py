@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -82,30 +83,41 @@ def extract_bundle(bundle: Path, into: Path) -> Path:
 
 @dataclass
 class IntegrityReport:
+    """The manifest and signature of an unpacked bundle, and whom the signature names."""
+
     altered: list[str] = field(default_factory=list)  # "path: why"
     signed: bool = False
     signature_ok: bool | None = None
     key_fingerprint: str | None = None
-    key_pinned: bool = False
+    trusted_as: str | None = None  # the trusted key's name when a trusted key signed it
 
     @property
     def ok(self) -> bool:
+        """Nothing altered: every file as listed, and a signature (if any) that verifies."""
         return not self.altered and self.signature_ok is not False
+
+    @property
+    def trusted(self) -> bool:
+        return self.ok and self.trusted_as is not None
 
     def describe(self) -> str:
         if self.altered:
             return "altered: " + "; ".join(self.altered[:5]) + (
                 f" (+{len(self.altered) - 5} more)" if len(self.altered) > 5 else "")
         if not self.signed:
-            return "integrity only: manifest intact, bundle unsigned (no signature to check)"
-        if not self.signature_ok:
-            return f"{SIGNATURE}: signature does not match the manifest for key {self.key_fingerprint}"
-        how = "the given public key" if self.key_pinned else "the key inside the bundle (pass --pubkey to pin it)"
-        return f"manifest intact, signature valid for {how}, fingerprint {self.key_fingerprint}"
+            return "unsigned: manifest intact, but no signature vouches for the contents"
+        if self.trusted_as is None:
+            return (f"signed by an unknown key: manifest intact, signature valid for the key inside "
+                    f"the bundle, fingerprint {self.key_fingerprint}, which is neither --pubkey nor "
+                    "in the trust file")
+        return (f"manifest intact, signature valid, signed by the trusted key {self.trusted_as} "
+                f"(fingerprint {self.key_fingerprint})")
 
 
-def check_integrity(folder: Path, public_pem: bytes | None = None) -> IntegrityReport:
-    """Recompute every file's sha256 against the manifest, and the signature."""
+def check_integrity(folder: Path, trusted: Sequence[signing.TrustedKey] = ()) -> IntegrityReport:
+    """Recompute every file's sha256 against the manifest, and the signature: it must verify
+    under the key inside the bundle or a trusted one, and counts only when a trusted key
+    (``--pubkey``, the trust file) made it."""
     report = IntegrityReport()
     listed: dict[str, str] = {}
     for line in (folder / MANIFEST).read_text(encoding="utf-8", errors="replace").splitlines():
@@ -123,30 +135,31 @@ def check_integrity(folder: Path, public_pem: bytes | None = None) -> IntegrityR
         elif sha256_file(folder / rel) != digest:
             report.altered.append(f"{rel}: sha256 differs from the manifest")
     signature = folder / SIGNATURE
-    if signature.is_file():
-        report.signed = True
-        key = public_pem
-        report.key_pinned = key is not None
-        if key is None:
-            embedded = folder / PUBLIC_KEY
-            if not embedded.is_file():
-                report.altered.append(f"{PUBLIC_KEY}: missing beside the signature")
-                report.signature_ok = False
-                return report
-            key = embedded.read_bytes()
-        try:
-            report.key_fingerprint = signing.fingerprint(key)
-        except UserInputError:
-            report.altered.append(f"{PUBLIC_KEY}: not an Ed25519 public key")
-            report.signature_ok = False
+    if not signature.is_file():
+        return report
+    report.signed = True
+    manifest, signature_b64 = (folder / MANIFEST).read_bytes(), signature.read_bytes()
+    for key in trusted:
+        if signing.signature_valid(key.pem, manifest, signature_b64):
+            report.signature_ok, report.trusted_as = True, key.name
+            report.key_fingerprint = signing.fingerprint(key.pem)
             return report
-        report.signature_ok = signing.signature_valid(key, (folder / MANIFEST).read_bytes(),
-                                                      signature.read_bytes())
-        if not report.signature_ok:
-            report.altered.append(f"{SIGNATURE}: does not verify over {MANIFEST} with key "
-                                  f"{report.key_fingerprint}")
-    elif public_pem is not None:
-        report.altered.append(f"{SIGNATURE}: missing, but a public key was given to check it")
+    embedded = folder / PUBLIC_KEY
+    if not embedded.is_file():
+        report.altered.append(f"{SIGNATURE}: verifies under no trusted key, and no {PUBLIC_KEY} "
+                              "is beside it")
+        report.signature_ok = False
+        return report
+    try:
+        report.key_fingerprint = signing.fingerprint(embedded.read_bytes())
+    except UserInputError:
+        report.altered.append(f"{PUBLIC_KEY}: not an Ed25519 public key")
+        report.signature_ok = False
+        return report
+    report.signature_ok = signing.signature_valid(embedded.read_bytes(), manifest, signature_b64)
+    if not report.signature_ok:
+        report.altered.append(f"{SIGNATURE}: does not verify over {MANIFEST} with key "
+                              f"{report.key_fingerprint}")
     return report
 
 

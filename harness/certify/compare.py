@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.certify import bundle
+from harness.certify import bundle, signing
 from harness.certify.evaluate import evaluate
 from harness.certify.record import Certification, PointSummary
 from harness.report.pairing import beyond_noise
@@ -48,7 +48,7 @@ class PointComparison:
 def load_side(path: Path, registry: Registry) -> BundleSide:
     with bundle.temporary_folder() as tmp:
         folder = bundle.extract_bundle(path, Path(tmp))
-        integrity = bundle.check_integrity(folder)
+        integrity = bundle.check_integrity(folder, signing.trusted_keys(None, None))
         cert = Certification.model_validate_json((folder / "certification.json").read_text(encoding="utf-8"))
         evaluation = evaluate(folder, registry)
     return BundleSide(path=path, certification=cert,

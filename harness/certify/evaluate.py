@@ -9,6 +9,7 @@ convergence are checked from the re-parsed numbers and the installed case catalo
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass, field
@@ -20,7 +21,8 @@ from pydantic import ValidationError
 from harness.certify import convergence, rules, scoring, sysinfo
 from harness.certify.checks import Check, failed, passed
 from harness.certify.record import Certification, PointRecord, PointSummary
-from harness.certify.suite import REPEATS_DEVIATION, Suite, parse_suite_text, repeats_deviation
+from harness.certify.suite import BUILTIN_DIR, REPEATS_DEVIATION, Suite, parse_suite_text, repeats_deviation
+from harness import __version__
 from harness.errors import HarnessError
 from harness.logparse.summary import stream_log
 from harness.result_builder import repeat_figures
@@ -104,6 +106,8 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
     evidence.losses = list(reading.summary.loss.points)
     evidence.final = repeat_figures(reading, result.config.settings.skip_steps).final
     claimed = result.throughput.value if result.throughput else None
+    if result.status == "success" and evidence.final is not None:
+        evidence.problems += [f"{rel}/result.json: {p}" for p in efficiency_problems(result, evidence.final)]
     if result.status == "success":
         if claimed is None or not same_figure(claimed, evidence.final):
             evidence.problems.append(
@@ -122,6 +126,71 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
     return evidence
 
 
+def builtin_suite_problem(source: str, bundled: Suite) -> str | None:
+    """A suite labelled built-in (``builtin:NAME``) must be this harness's built-in suite NAME,
+    byte for byte: a label is a claim, the content hash is the check."""
+    if not source.startswith("builtin:"):
+        return None
+    name = source.removeprefix("builtin:")
+    path = BUILTIN_DIR / f"{name}.toml"
+    if not path.is_file():
+        return f"labelled {source}, but harness {__version__} has no built-in suite {name!r}"
+    if hashlib.sha256(path.read_text(encoding="utf-8").encode()).hexdigest() != bundled.sha256:
+        return (f"labelled {source}, but suite.toml is not harness {__version__}'s built-in suite "
+                f"{name!r} (sha256 differs)")
+    return None
+
+
+def efficiency_problems(result: BenchmarkResult, final: float) -> list[str]:
+    """The result's efficiency figures recomputed from the re-parsed FINAL_RESULT and its own
+    FLOPs per unit and peak: achieved FLOP/s = throughput / devices x FLOPs per unit, MFU =
+    achieved / peak. A figure claimed without what it is computed from is a mismatch too."""
+    eff = result.efficiency
+    if eff is None:
+        return []
+    achieved = (final / result.config.settings.world_size * eff.model_flops_per_unit
+                if eff.model_flops_per_unit else None)
+    mfu = achieved / eff.peak_flops_per_device if achieved and eff.peak_flops_per_device else None
+    energy = eff.busy_power_w / final if eff.busy_power_w and final else None
+    out = []
+    for name, claimed, recomputed in (("achieved FLOP/s per device", eff.achieved_flops_per_device, achieved),
+                                      ("MFU", eff.mfu, mfu), ("energy per unit", eff.energy_per_unit_j, energy)):
+        if not same_figure(claimed, recomputed):
+            out.append(f"{name} {claimed} claimed, recomputed {recomputed} from its log's throughput, "
+                       "FLOPs per unit and peak")
+    return out
+
+
+def results_db_problems(root: Path, run_ids: list[str]) -> list[str]:
+    """The bundled results database (``runs/harness.db``) against the run folders: every run of
+    the plan is in it with the very result of its ``result.json``, and it holds no other run."""
+    from harness.store import DB_NAME, ResultStore
+
+    rel = f"runs/{DB_NAME}"
+    if not (root / "runs" / DB_NAME).is_file():
+        return [f"{rel}: missing"]
+    store = ResultStore(root / "runs")
+    try:
+        stored = {r.run_id: r for r in store.list()}
+    except HarnessError as exc:
+        return [f"{rel}: unreadable ({str(exc).splitlines()[0]})"]
+    out = [f"{rel}: run {run_id} is not in the certification's plan" for run_id in sorted(set(stored) - set(run_ids))]
+    for run_id in run_ids:
+        if run_id not in stored:
+            out.append(f"{rel}: run {run_id} is missing")
+            continue
+        try:
+            on_file = BenchmarkResult.model_validate_json(
+                (root / "runs" / run_id / "result.json").read_text(encoding="utf-8"))
+        except (OSError, ValidationError, ValueError):
+            continue  # reparse_run names the unreadable result.json
+        in_db, in_file = stored[run_id].model_dump(), on_file.model_dump()
+        differing = [key for key in in_file if in_db.get(key) != in_file[key]]
+        if differing:
+            out.append(f"{rel}: run {run_id} differs from its result.json in {', '.join(differing)}")
+    return out
+
+
 def evaluate(root: Path, registry: Registry) -> Evaluation:
     """All checks of the certification folder ``root`` (certification.json, suite.toml,
     system.json, runs/)."""
@@ -133,8 +202,11 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
     suite_text = (root / "suite.toml").read_text(encoding="utf-8")
     bundled = Suite(spec=parse_suite_text(suite_text, "suite.toml"), text=suite_text, source=cert.suite_source)
     suite = bundled.spec.suite
+    builtin = builtin_suite_problem(cert.suite_source, bundled)
     if bundled.sha256 != cert.suite_sha256:
         checks.append(failed("suite", "suite.toml differs from the suite the certification names"))
+    elif builtin:
+        checks.append(failed("suite", builtin))
     elif cert.repeats < scoring.OLYMPIC_MIN:
         checks.append(failed("suite", f"{cert.repeats} repeats per point; at least {scoring.OLYMPIC_MIN} are needed"))
     else:
@@ -190,6 +262,8 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         summaries.append(_summary(record, runs, values, record.checkpoints or suite.checkpoints,
                                   record.checkpoint_window))
 
+    planned = [run_id for record in cert.points for run_id in record.run_ids]
+    checks += [failed("integrity", problem) for problem in results_db_problems(root, planned)]
     try:
         description = json.loads((root / "system.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.errors import UserInputError
@@ -95,3 +97,65 @@ def signature_valid(public_pem: bytes, message: bytes, signature_b64: bytes) -> 
     except (InvalidSignature, ValueError):
         return False
     return True
+
+
+#: Where ``certify verify`` looks for trusted keys when no ``--trust`` file is given.
+TRUST_FILE_ENV = "HARNESS_TRUST_FILE"
+_PEM_BLOCK = re.compile(rb"-----BEGIN PUBLIC KEY-----.*?-----END PUBLIC KEY-----\s*", re.S)
+
+
+@dataclass(frozen=True)
+class TrustedKey:
+    """A public key a verifier trusts, and the name it goes by (the comment above it in the
+    trust file, else where it came from)."""
+
+    name: str
+    pem: bytes
+
+    @property
+    def raw(self) -> bytes:
+        return _public_key(self.pem, self.name).public_bytes_raw()
+
+
+def default_trust_file() -> Path:
+    """``$HARNESS_TRUST_FILE``, else ``$XDG_CONFIG_HOME/harness/trusted-keys.pem`` (``~/.config``
+    when XDG_CONFIG_HOME is unset)."""
+    named = os.environ.get(TRUST_FILE_ENV)
+    if named:
+        return Path(named)
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return config / "harness" / "trusted-keys.pem"
+
+
+def load_trust_file(path: Path) -> list[TrustedKey]:
+    """The keys of a trust file: PEM public keys one after another (``cat acme.pub >>
+    trusted-keys.pem``); a ``# name`` line just above a key names it. A file without a single
+    Ed25519 key is bad input."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise UserInputError(f"cannot read trust file {path}: {exc.strerror}") from None
+    keys = []
+    for match in _PEM_BLOCK.finditer(data):
+        before = data[: match.start()].rstrip().splitlines()
+        comment = before[-1].decode("utf-8", "replace").strip() if before else ""
+        pem = match.group(0).strip() + b"\n"
+        _public_key(pem, f"a key in trust file {path}")
+        name = comment.lstrip("#").strip() if comment.startswith("#") else f"{path.name} key {len(keys) + 1}"
+        keys.append(TrustedKey(name=name, pem=pem))
+    if not keys:
+        raise UserInputError(f"trust file {path} holds no PEM public key (append one with "
+                             "`cat signer.pub >> FILE`, a `# name` line above it)")
+    return keys
+
+
+def trusted_keys(pubkey: Path | None, trust_file: Path | None) -> list[TrustedKey]:
+    """The keys a verification trusts: ``--pubkey`` and the trust file (``--trust``, else the
+    default trust file where it exists)."""
+    keys = [TrustedKey(name=f"--pubkey {pubkey}", pem=load_public_key_file(pubkey))] if pubkey else []
+    if trust_file is None:
+        default = default_trust_file()
+        trust_file = default if default.is_file() else None
+    if trust_file is not None:
+        keys += load_trust_file(trust_file)
+    return keys

@@ -1,9 +1,11 @@
 """``certify verify``: recompute a bundle's verdict from its contents, trusting nothing.
 
 Integrity first (every file's sha256 against the manifest, the Ed25519 signature over the
-manifest), then the same evaluation ``certify run`` made, from the bundle's logs and the
-verifier's own harness (parsers, case catalog, reference bands), then the claims in
-certification.json against the recomputed ones.
+manifest and whether a trusted key made it), then the same evaluation ``certify run`` made,
+from the bundle's logs and the verifier's own harness (parsers, case catalog, built-in suites,
+reference bands), then the claims in certification.json against the recomputed ones.
+The outcome is one of the ``EXIT_*`` codes below (``docs/certify.md`` lists them): the worst
+of tampering, a failed check, no signature or an unknown signer.
 """
 
 from __future__ import annotations
@@ -23,6 +25,20 @@ from harness.errors import HarnessError
 if TYPE_CHECKING:
     from harness.registry import Registry
 
+#: Intact, signed by a trusted key, every check holds.
+EXIT_VERIFIED = 0
+#: Intact, but a recomputed check fails (e.g. noise, convergence, read-back, rules).
+EXIT_CHECK_FAILED = 1
+#: Not a bundle, an unreadable key or trust file (bad input).
+EXIT_BAD_INPUT = 2
+#: Tampered: a file differs from the manifest, the signature does not verify, or a figure or
+#: claim differs from what its logs recompute to.
+EXIT_TAMPERED = 3
+#: Every check holds, but the bundle is unsigned: nothing vouches for it.
+EXIT_UNSIGNED = 4
+#: Every check holds, but the signing key is neither ``--pubkey`` nor in the trust file.
+EXIT_UNKNOWN_KEY = 5
+
 
 @dataclass
 class VerifyOutcome:
@@ -34,9 +50,34 @@ class VerifyOutcome:
     certification: Certification | None = None
 
     @property
+    def tampered(self) -> bool:
+        return (not self.integrity.ok or bool(self.claim_mismatches) or bool(self.problems)
+                or any(c.name == "integrity" and not c.passed for c in self.checks))
+
+    @property
     def ok(self) -> bool:
-        return (self.integrity.ok and not self.claim_mismatches and not self.problems
-                and bool(self.checks) and all(c.passed for c in self.checks))
+        """Intact and every check holds (whoever signed it)."""
+        return not self.tampered and bool(self.checks) and all(c.passed for c in self.checks)
+
+    @property
+    def exit_code(self) -> int:
+        if self.tampered:
+            return EXIT_TAMPERED
+        if not self.ok:
+            return EXIT_CHECK_FAILED
+        if not self.integrity.signed:
+            return EXIT_UNSIGNED
+        return EXIT_VERIFIED if self.integrity.trusted else EXIT_UNKNOWN_KEY
+
+    def verdict(self) -> str:
+        """The last line ``certify verify`` prints: what the exit code means."""
+        return {
+            EXIT_TAMPERED: "verification FAILED: the bundle was tampered with",
+            EXIT_CHECK_FAILED: "verification FAILED: a check fails",
+            EXIT_UNSIGNED: "NOT VERIFIED: every check holds, but the bundle is unsigned",
+            EXIT_UNKNOWN_KEY: "NOT VERIFIED: every check holds, but it is signed by an unknown key",
+            EXIT_VERIFIED: f"verified: every check holds, signed by the trusted key {self.integrity.trusted_as}",
+        }[self.exit_code]
 
     def lines(self) -> list[str]:
         out = [f"integrity: {self.integrity.describe()}"]
@@ -48,11 +89,13 @@ class VerifyOutcome:
         return out
 
 
-def verify_bundle(path: Path, registry: Registry, pubkey: Path | None = None) -> VerifyOutcome:
-    public_pem = signing.load_public_key_file(pubkey) if pubkey is not None else None
+def verify_bundle(path: Path, registry: Registry, pubkey: Path | None = None,
+                  trust_file: Path | None = None) -> VerifyOutcome:
+    """``trust_file``: the trusted keys; None reads the default trust file where it exists."""
+    trusted = signing.trusted_keys(pubkey, trust_file)
     with bundle.temporary_folder() as tmp:
         folder = bundle.extract_bundle(path, Path(tmp))
-        outcome = VerifyOutcome(integrity=bundle.check_integrity(folder, public_pem))
+        outcome = VerifyOutcome(integrity=bundle.check_integrity(folder, trusted))
         try:
             claimed = Certification.model_validate_json((folder / "certification.json").read_text(encoding="utf-8"))
         except (ValidationError, ValueError, OSError) as exc:
@@ -87,7 +130,7 @@ def _compare_claims(claimed: Certification, evaluation) -> list[str]:
         if mine_s is None:
             out.append(f"certification.json: point {summary.label} is not in the plan")
             continue
-        for name in ("score", "cv"):
+        for name in ("score", "cv", "mfu", "peak_memory_bytes", "energy_per_unit_j"):
             a, b = getattr(summary, name), getattr(mine_s, name)
             if not same_figure(a, b):
                 out.append(f"certification.json: {summary.label} {name} claimed {a}, recomputed {b}")

@@ -92,7 +92,7 @@ def run_command(
     for line in verdict_lines(cert.checks, cert.summaries):
         typer.echo(line)
     typer.echo(f"certification {'PASSED' if cert.passed else 'FAILED'}: report {outcome.folder / 'report.html'}"
-               + ("" if key else " (bundle unsigned: integrity only)"))
+               + ("" if key else " (bundle unsigned: verify exits 4 on it)"))
     typer.echo(str(outcome.bundle_path))
     if not cert.passed:
         raise typer.Exit(EXIT_FAILED)
@@ -103,22 +103,23 @@ def run_command(
 def verify_command(
     ctx: typer.Context,
     bundle: Annotated[Path, typer.Argument(help="A certification bundle (.tar.gz).")],
-    pubkey: Annotated[Optional[Path], typer.Option(help="Signer's public key (PEM) to pin; without it the key inside the bundle is used.")] = None,
+    pubkey: Annotated[Optional[Path], typer.Option(help="A signer's public key (PEM) to trust.")] = None,
+    trust: Annotated[Optional[Path], typer.Option(help="Trust file: PEM public keys, each under a `# name` line (default: $HARNESS_TRUST_FILE, else ~/.config/harness/trusted-keys.pem where it exists).")] = None,
 ) -> int:
-    """Recompute a bundle's verdict: manifest and signature, every log re-parsed, locked
-    keys, repeats, noise and convergence. Exit 0 intact and passing, 1 altered or
-    failing, 2 bad input."""
+    """Recompute a bundle's verdict: manifest and signature, every log re-parsed, every
+    derived figure recomputed, locked keys, repeats, noise and convergence. A signature
+    counts only for a key given with --pubkey or listed in the trust file. Exit 0 verified
+    (intact, every check holds, a trusted signer), 1 a check fails, 2 bad input, 3
+    tampered, 4 unsigned, 5 signed by an unknown key."""
     from harness.certify.verify import verify_bundle
 
-    outcome = verify_bundle(bundle, app_state(ctx).registry(), pubkey)
+    outcome = verify_bundle(bundle, app_state(ctx).registry(), pubkey, trust)
     for line in outcome.lines():
         typer.echo(line)
-    if outcome.ok:
-        kind = "signed" if outcome.integrity.signed else "integrity only (unsigned)"
-        typer.echo(f"verified: {bundle} ({kind}); every check holds")
-        return 0
-    typer.echo(f"verification FAILED: {bundle}")
-    raise typer.Exit(EXIT_FAILED)
+    typer.echo(f"{outcome.verdict()}: {bundle}")
+    if outcome.exit_code:
+        raise typer.Exit(outcome.exit_code)
+    return 0
 
 
 @certify.command("keygen")

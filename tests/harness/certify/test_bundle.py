@@ -34,18 +34,47 @@ def _unpack(path: Path, tmp_path: Path) -> Path:
     return extract_bundle(path, out)
 
 
+def _trusting(public: Path, name: str = "acme") -> list[signing.TrustedKey]:
+    return [signing.TrustedKey(name=name, pem=signing.load_public_key_file(public))]
+
+
 def test_signed_bundle_verifies_with_the_pinned_key(tmp_path, keys):
     private, public, fingerprint = keys
     path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz", private)
-    report = check_integrity(_unpack(path, tmp_path), signing.load_public_key_file(public))
-    assert report.ok and report.signed and report.key_pinned and report.key_fingerprint == fingerprint
-    assert "signature valid for the given public key" in report.describe()
+    report = check_integrity(_unpack(path, tmp_path), _trusting(public))
+    assert report.ok and report.signed and report.trusted and report.key_fingerprint == fingerprint
+    assert "signed by the trusted key acme" in report.describe()
 
 
-def test_unsigned_bundle_is_integrity_only(tmp_path):
+def test_a_signature_counts_only_for_a_trusted_key(tmp_path, keys):
+    """Valid under the key the bundle carries, but nobody said to trust that key."""
+    private, _, fingerprint = keys
+    path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz", private)
+    report = check_integrity(_unpack(path, tmp_path))
+    assert report.ok and report.signed and not report.trusted
+    assert report.describe().startswith("signed by an unknown key") and fingerprint in report.describe()
+
+
+def test_unsigned_bundle_is_not_trusted(tmp_path):
     path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz")
     report = check_integrity(_unpack(path, tmp_path))
-    assert report.ok and not report.signed and report.describe().startswith("integrity only")
+    assert report.ok and not report.signed and not report.trusted
+    assert report.describe().startswith("unsigned")
+
+
+def test_a_trust_file_names_its_keys(tmp_path, keys, monkeypatch):
+    private, public, _ = keys
+    trust = tmp_path / "trusted-keys.pem"
+    trust.write_text("# Acme Labs\n" + public.read_text())
+    [key] = signing.load_trust_file(trust)
+    assert key.name == "Acme Labs"
+    monkeypatch.setenv(signing.TRUST_FILE_ENV, str(trust))
+    assert [k.name for k in signing.trusted_keys(None, None)] == ["Acme Labs"]
+    path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz", private)
+    assert check_integrity(_unpack(path, tmp_path), [key]).trusted_as == "Acme Labs"
+    trust.write_text("no keys here\n")
+    with pytest.raises(UserInputError, match="holds no PEM public key"):
+        signing.load_trust_file(trust)
 
 
 @pytest.mark.parametrize("target", ["runs/r1/train.log", "runs/r1/result.json", "certification.json"])
@@ -56,7 +85,7 @@ def test_a_flipped_byte_names_the_file(tmp_path, keys, target):
     data = bytearray((folder / target).read_bytes())
     data[len(data) // 2] ^= 0x01
     (folder / target).write_bytes(bytes(data))
-    report = check_integrity(folder, signing.load_public_key_file(public))
+    report = check_integrity(folder, _trusting(public))
     assert not report.ok and report.altered == [f"{target}: sha256 differs from the manifest"]
 
 
@@ -66,18 +95,18 @@ def test_a_rewritten_manifest_breaks_the_signature(tmp_path, keys):
     folder = _unpack(path, tmp_path)
     (folder / "runs" / "r1" / "result.json").write_text('{"FINAL_RESULT": 200.0}')
     (folder / bundle.MANIFEST).write_text(bundle.manifest_text(folder))
-    report = check_integrity(folder, signing.load_public_key_file(public))
+    report = check_integrity(folder, _trusting(public))
     assert not report.ok and report.altered[0].startswith("SIGNATURE: does not verify")
 
 
-def test_a_bundle_signed_by_another_key_fails_when_pinned(tmp_path, keys):
+def test_a_bundle_signed_by_another_key_is_not_trusted_when_pinned(tmp_path, keys):
     _, public, _ = keys
     other_private = tmp_path / "o.key"
     signing.generate_keypair(other_private, tmp_path / "o.pub")
     path = write_bundle(_folder(tmp_path), tmp_path / "b.tar.gz", signing.load_private_key(other_private))
     folder = _unpack(path, tmp_path)
-    assert check_integrity(folder).ok  # its own embedded key agrees with itself...
-    assert not check_integrity(folder, signing.load_public_key_file(public)).ok  # ...not with ours
+    report = check_integrity(folder, _trusting(public))
+    assert report.ok and not report.trusted  # its own embedded key agrees with itself, not ours
 
 
 def test_added_and_removed_files_are_named(tmp_path):

@@ -44,7 +44,7 @@ def test_smoke_suite_certifies_and_verifies(tmp_path, capsys, harness, registry)
 
     verify_code = main(["certify", "verify", str(bundle), "--pubkey", str(tmp_path / "vendor.pub")])
     verified = capsys.readouterr().out
-    assert "signature valid for the given public key" in verified
+    assert "signed by the trusted key --pubkey" in verified
     assert verify_code == code, verified  # the same verdict, recomputed from the bundle alone
 
     # The same point with 10x the learning rate (allowed outside certification) is outside

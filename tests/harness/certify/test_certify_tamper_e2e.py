@@ -47,5 +47,5 @@ def test_halved_layers_fail_certification_naming_num_layers(tmp_path):
     verify = CliRunner().invoke(app, ["certify", "verify", str(bundle)])
     assert verify.exit_code == 1, verify.output
     lines = verify.stdout.splitlines()
-    assert lines[0].startswith("integrity: integrity only: manifest intact") and not any(line.startswith("claim:") for line in lines)
+    assert lines[0].startswith("integrity: unsigned: manifest intact") and not any(line.startswith("claim:") for line in lines)
     assert any(line.startswith("FAIL read_back") and HALVED in line for line in lines)

@@ -82,6 +82,7 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, harness, 
     from harness.certify.suite import Suite, parse_suite_text
     from harness.models import BenchmarkResult
     from harness.runner.pipeline import RunReport
+    from harness.store import ResultStore
     from tests.harness.certify.fixture_bundle import unpack
 
     recorded = unpack(tmp_path)
@@ -99,6 +100,7 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, harness, 
         run_id = next(recorded_runs)
         shutil.copytree(recorded / "runs" / run_id, request.output / run_id)
         result = BenchmarkResult.model_validate_json((request.output / run_id / "result.json").read_text())
+        ResultStore(request.output).add(result, request.output / run_id)  # as a run records it
         return RunReport(result=result, run_dir=request.output / run_id, legacy_path=request.output)
 
     def counting_stream_log(path, *args, **kwargs):

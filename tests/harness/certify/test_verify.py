@@ -1,5 +1,6 @@
-"""``certify verify`` on a real recorded bundle: intact passes; every alteration fails
-(exit 1) naming the file; bad input is one line and exit 2."""
+"""``certify verify`` on a real recorded bundle: intact and signed by a trusted key passes
+(exit 0); tampering (exit 3), a failing check (1), no signature (4) and an unknown signer (5)
+each have their code and name what they found; bad input is one line and exit 2."""
 
 from __future__ import annotations
 
@@ -7,6 +8,13 @@ import json
 
 import pytest
 
+from harness.certify.verify import (
+    EXIT_CHECK_FAILED,
+    EXIT_TAMPERED,
+    EXIT_UNKNOWN_KEY,
+    EXIT_UNSIGNED,
+    EXIT_VERIFIED,
+)
 from harness.cli.main import main
 from tests.harness.certify.fixture_bundle import BUNDLE, PUBLIC_KEY, first_run, repack, unpack
 
@@ -19,18 +27,32 @@ def verify(capsys, *args) -> tuple[int, str, str]:
 
 def test_the_recorded_bundle_verifies(capsys):
     code, out, _ = verify(capsys, BUNDLE, "--pubkey", PUBLIC_KEY)
-    assert code == 0, out
-    assert "signature valid for the given public key" in out
+    assert code == EXIT_VERIFIED, out
+    assert "signed by the trusted key --pubkey" in out
     for name in ("suite", "rules", "read_back", "repeats", "noise", "convergence", "system"):
         assert f"pass {name}" in out
 
 
-def test_unpinned_and_unsigned(tmp_path, capsys):
+def test_an_unknown_signer_and_a_stripped_signature_have_their_own_codes(tmp_path, capsys, monkeypatch):
+    from harness.certify.signing import TRUST_FILE_ENV
+
+    monkeypatch.setenv(TRUST_FILE_ENV, str(tmp_path / "no-trust-file"))
     code, out, _ = verify(capsys, BUNDLE)
-    assert code == 0 and "pass --pubkey to pin it" in out
-    unsigned = repack(unpack(tmp_path), tmp_path / "unsigned.tar.gz", key=None)
-    code, out, _ = verify(capsys, unsigned)
-    assert code == 0 and "integrity only" in out
+    assert code == EXIT_UNKNOWN_KEY and "signed by an unknown key" in out.splitlines()[-1]
+    folder = unpack(tmp_path)
+    (folder / "SIGNATURE").unlink()
+    (folder / "PUBLIC_KEY").unlink()
+    stripped = tmp_path / "stripped.tar.gz"
+    import tarfile
+
+    with tarfile.open(stripped, "w:gz") as tar:
+        tar.add(folder, arcname=folder.name)
+    code, out, _ = verify(capsys, stripped, "--pubkey", PUBLIC_KEY)
+    assert code == EXIT_UNSIGNED and "is unsigned" in out.splitlines()[-1]
+    trust = tmp_path / "trusted-keys.pem"
+    trust.write_text("# the test lab\n" + PUBLIC_KEY.read_text())
+    code, out, _ = verify(capsys, BUNDLE, "--trust", trust)
+    assert code == EXIT_VERIFIED and "signed by the trusted key the test lab" in out
 
 
 def test_a_flipped_byte_in_a_log_fails_naming_it(tmp_path, capsys):
@@ -46,7 +68,7 @@ def test_a_flipped_byte_in_a_log_fails_naming_it(tmp_path, capsys):
         tar.add(folder, arcname=folder.name)
     code, out, _ = verify(capsys, forged, "--pubkey", PUBLIC_KEY)
     rel = log.relative_to(folder).as_posix()
-    assert code == 1 and f"{rel}: sha256 differs from the manifest" in out
+    assert code == EXIT_TAMPERED and f"{rel}: sha256 differs from the manifest" in out
 
 
 def test_an_edited_final_result_fails_even_when_re_signed(tmp_path, capsys):
@@ -59,7 +81,7 @@ def test_an_edited_final_result_fails_even_when_re_signed(tmp_path, capsys):
     forged = repack(folder, tmp_path / "forged.tar.gz")
     code, out, _ = verify(capsys, forged, "--pubkey", PUBLIC_KEY)
     rel = result_path.relative_to(folder).as_posix()
-    assert code == 1 and f"FAIL integrity" in out and f"{rel}: FINAL_RESULT" in out
+    assert code == EXIT_TAMPERED and "FAIL integrity" in out and f"{rel}: FINAL_RESULT" in out
 
 
 def test_an_edited_legacy_index_fails(tmp_path, capsys):
@@ -69,7 +91,7 @@ def test_an_edited_legacy_index_fails(tmp_path, capsys):
     data["FINAL_RESULT"] = data["FINAL_RESULT"] * 2
     index.write_text(json.dumps(data))
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
-    assert code == 1 and f"index/{index.name}: FINAL_RESULT" in out
+    assert code == EXIT_TAMPERED and f"index/{index.name}: FINAL_RESULT" in out
 
 
 def test_a_claimed_verdict_that_does_not_follow_fails(tmp_path, capsys):
@@ -79,7 +101,7 @@ def test_a_claimed_verdict_that_does_not_follow_fails(tmp_path, capsys):
     cert["summaries"][0]["score"] *= 1.2
     cert_path.write_text(json.dumps(cert))
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
-    assert code == 1 and "certification.json:" in out and "score claimed" in out
+    assert code == EXIT_TAMPERED and "certification.json:" in out and "score claimed" in out
 
 
 def test_a_locked_key_edited_in_a_config_fails_the_rules(tmp_path, capsys):
@@ -96,7 +118,9 @@ def test_a_locked_key_edited_in_a_config_fails_the_rules(tmp_path, capsys):
     result["config_hash"] = ResolvedConfig.model_validate(config).config_hash
     (run / "result.json").write_text(json.dumps(result))
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
-    assert code == 1 and "FAIL rules" in out and "learning_rate" in out
+    assert "FAIL rules" in out and "learning_rate" in out
+    # The bundled results database still holds the run as it was: tampering, not just a rule.
+    assert code == EXIT_TAMPERED and f"runs/harness.db: run {run.name} differs from its result.json in config" in out
 
 
 def test_a_config_that_is_no_resolved_config_fails_naming_it(tmp_path, capsys):
@@ -109,7 +133,7 @@ def test_a_config_that_is_no_resolved_config_fails_naming_it(tmp_path, capsys):
     config_path.write_text(json.dumps(config))
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
     rel = config_path.relative_to(folder).as_posix()
-    assert code == 1 and "FAIL integrity" in out and f"{rel}: unreadable (ValidationError)" in out
+    assert code == EXIT_TAMPERED and "FAIL integrity" in out and f"{rel}: unreadable (ValidationError)" in out
     assert "cannot re-evaluate" not in out and "pass rules" in out  # the other runs' configs
 
 
@@ -125,12 +149,12 @@ def test_bad_input_is_exit_2_one_line(tmp_path, capsys):
     assert code == 2 and "not a PEM public key" in err and err.count("\n") == 1
 
 
-def test_a_valid_but_different_public_key_fails(tmp_path, capsys):
+def test_a_valid_but_different_public_key_is_an_unknown_signer(tmp_path, capsys):
     from harness.certify.signing import generate_keypair
 
     generate_keypair(tmp_path / "other.key", tmp_path / "other.pub")
     code, out, _ = verify(capsys, BUNDLE, "--pubkey", tmp_path / "other.pub")
-    assert code == 1 and "SIGNATURE: does not verify" in out
+    assert code == EXIT_UNKNOWN_KEY and "signed by an unknown key" in out
 
 
 def test_compare_two_bundles(tmp_path, capsys):
@@ -162,7 +186,7 @@ def test_fewer_repeats_than_the_suite_are_shown_whatever_the_claim_says(tmp_path
     _with_suite(folder, lambda text: text.replace("repeats = 3", "repeats = 4"))
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
     # A reduced repeat count is allowed (--repeats) but always shown, recomputed from the suite.
-    assert code == 0 and "3 repeats per point instead of the suite's 4" in out
+    assert code == EXIT_UNKNOWN_KEY and "3 repeats per point instead of the suite's 4" in out
 
 
 def test_the_repeats_deviation_reads_as_certify_run_records_it(tmp_path, capsys):
@@ -175,7 +199,7 @@ def test_the_repeats_deviation_reads_as_certify_run_records_it(tmp_path, capsys)
     suite = parse_suite_text((folder / "suite.toml").read_text(), "t").suite
     recorded = repeats_deviation(3, suite)
     assert recorded == "3 repeats per point instead of the suite's 5 (below the full minimum of 5)"
-    assert code == 0 and recorded in out
+    assert code == EXIT_UNKNOWN_KEY and recorded in out
 
 
 def test_a_moved_warm_up_window_in_a_result_fails(tmp_path, capsys):
@@ -187,7 +211,7 @@ def test_a_moved_warm_up_window_in_a_result_fails(tmp_path, capsys):
     result_path.write_text(json.dumps(result))
     code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"))
     rel = result_path.relative_to(folder).as_posix()
-    assert code == 1 and f"{rel}: its config does not hash to its config_hash" in out
+    assert code == EXIT_TAMPERED and f"{rel}: its config does not hash to its config_hash" in out
 
 
 def test_the_verdict_lines_are_the_ones_certify_run_prints(registry):
@@ -198,3 +222,51 @@ def test_the_verdict_lines_are_the_ones_certify_run_prints(registry):
     lines = verdict_lines(outcome.checks, outcome.summaries, recomputed=True)
     assert outcome.lines()[1:1 + len(lines)] == lines
     assert any("(olympic, recomputed, CV " in line for line in lines)
+
+
+def test_a_rescored_bundle_re_signed_by_its_own_key_is_caught_by_its_results_database(tmp_path, capsys):
+    """Logs, results and certification.json made consistent and re-signed; the database the
+    bundle carries still holds the runs as they were."""
+    from harness.certify import evaluate as evaluate_module
+
+    folder = unpack(tmp_path)
+    run = first_run(folder)
+    result_path = run / "result.json"
+    result = json.loads(result_path.read_text())
+    result["status"] = "failed"  # a figure a log cannot contradict
+    result_path.write_text(json.dumps(result))
+    runs = sorted(p.name for p in (folder / "runs").iterdir() if p.is_dir())
+    problems = evaluate_module.results_db_problems(folder, [*runs, "ghost-run"])
+    assert problems == [f"runs/harness.db: run {run.name} differs from its result.json in status",
+                        "runs/harness.db: run ghost-run is missing"]
+    assert evaluate_module.results_db_problems(folder, runs[1:])[0] == (
+        f"runs/harness.db: run {run.name} is not in the certification's plan")
+    (folder / "runs" / "harness.db").unlink()
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"), "--pubkey", PUBLIC_KEY)
+    assert code == EXIT_TAMPERED and "runs/harness.db: missing" in out
+
+
+def test_an_mfu_edited_and_re_signed_is_recomputed(tmp_path, capsys):
+    folder = unpack(tmp_path)
+    result_path = first_run(folder) / "result.json"
+    result = json.loads(result_path.read_text())
+    result["efficiency"]["mfu"] = 0.72
+    result["efficiency"]["achieved_flops_per_device"] *= 3
+    result_path.write_text(json.dumps(result))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"), "--pubkey", PUBLIC_KEY)
+    assert code == EXIT_TAMPERED
+    assert "MFU 0.72 claimed, recomputed None" in out and "achieved FLOP/s per device" in out
+
+
+def test_a_suite_labelled_built_in_must_be_the_built_in_suite(tmp_path, capsys):
+    """An own suite named smoke with a 0.99 CV bound, its source relabelled builtin:smoke."""
+    folder = unpack(tmp_path)
+    _with_suite(folder, lambda text: text.replace('name = "one"', 'name = "smoke"')
+                .replace("cv_bound = 0.35", "cv_bound = 0.99"))
+    cert_path = folder / "certification.json"
+    cert = json.loads(cert_path.read_text())
+    cert["suite_source"] = "builtin:smoke"
+    cert_path.write_text(json.dumps(cert))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"), "--pubkey", PUBLIC_KEY)
+    assert code == EXIT_TAMPERED  # certification.json still claims the suite check passed
+    assert "FAIL suite: labelled builtin:smoke, but suite.toml is not harness" in out
