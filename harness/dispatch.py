@@ -4,9 +4,10 @@ The registry remembers which plugin registered each framework, vendor and case. 
 a framework's hooks (``prepare_env``, ``run``, ``parse_log``, ``unsupported_reason``,
 ``model_flops``, ``memory_plan``) only on the plugin that registered that framework, a vendor's hooks
 (``discover_devices``, ``vendor_case_config``, ``device_peak_flops``, the wrappers of ``run``
-and ``execute``, ``unsupported_reason``) only on the plugin that registered that vendor, and
-``prepare_data`` / ``model_flops`` on the plugins that registered the case (and the other
-cases of the same dataset kind / model family). The core's own fallbacks (``harness.builtin.*``) are
+and ``execute``, ``unsupported_reason``) only on the plugin that registered that vendor,
+``prepare_data`` on the plugins that registered the case and the other cases of its dataset
+kind, and ``model_flops`` on the plugin that registered the case (and the built-in plugins
+that own its model family). The core's own fallbacks (``harness.builtin.*``) are
 always called. So a plugin needs no ``if context.framework != ...: return None`` guard, and
 a plugin cannot answer for a framework, vendor or case it did not register.
 
@@ -176,8 +177,14 @@ class HookRouter:
         )
 
     def model_flops(self, context: RunContext) -> FlopsEstimate | None:
-        owners = {self.framework_owner(context.framework), *self.case_owners(context.case, "model")}
-        return self._caller("model_flops", owners)(context=context)
+        """Only the plugin that registered the case answers, and the built-in plugins that own
+        cases of its model family (a third-party GPT case reuses the GPT formula): another
+        plugin's case of the family cannot answer for a case it did not register, nor can a
+        framework plugin."""
+        owner = self.registry.cases.owners.get(context.case.name)
+        family = {name for name in self.case_owners(context.case, "model")
+                  if self.harness.is_builtin(name) or is_core_plugin(name)}
+        return self._caller("model_flops", {*family, *([owner] if owner else [])})(context=context)
 
     def unsupported_reasons(self, context: RunContext) -> list[str]:
         owners = {self.framework_owner(context.framework), self.vendor_owner(context.vendor)}

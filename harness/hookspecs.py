@@ -22,21 +22,24 @@ is launched.
 Who is called. The registration hooks go to every plugin. A workflow hook goes only to the
 plugins that own what it is about, which the core learns from the registrations:
 
-- a framework's hooks (``prepare_env``, ``run``, ``parse_log``, ``unsupported_reason``,
-  ``model_flops``) only to the plugin that registered that framework;
+- a framework's hooks (``prepare_env``, ``run``, ``parse_log``, ``unsupported_reason``)
+  only to the plugin that registered that framework;
 - a vendor's hooks (``discover_devices``, ``vendor_case_config``, ``device_peak_flops``,
   wrappers of ``run`` and ``execute``, ``unsupported_reason``) only to the plugin that
   registered that vendor;
 - ``prepare_data`` to the plugins that registered the case or another case of the same
-  dataset kind, and ``model_flops`` also to those that registered the case or another case
-  of the same model family (so a plugin adding a GPT case reuses the GPT data and FLOPs
-  formula of the plugin that owns the GPT cases);
+  dataset kind, and ``model_flops`` only to the plugin that registered the case and the
+  built-in plugins that own its model family (so a plugin adding a GPT case reuses the GPT
+  data and FLOPs formula of the built-in GPT cases, but no plugin answers for a case it did
+  not register);
 - the core's own fallbacks (``harness.builtin.*``, ``trylast``) always.
 
 So an implementation needs no ``if context.framework != ...: return None`` guard, and a
 plugin cannot answer for a framework, vendor or case it did not register. A plugin that
 registers a case, framework or vendor name that is already taken is skipped for that name
 with a one-line warning naming both plugins' distributions; ``harness plugins`` shows it.
+The built-in plugins' names always win, whatever ``tryfirst``/``trylast`` a registration
+hook carries.
 
 Most workflow hooks are ``firstresult``: the first non-``None`` answer wins. Vendors change
 the framework's work by wrapping hooks (``@hookimpl(wrapper=True)``), e.g. adding
@@ -270,9 +273,10 @@ def model_flops(context: RunContext) -> FlopsEstimate | None:
     The unit is that of ``context.case.unit`` (FLOPs per token for ``tokens/s``, per sample
     for ``samples/s``), counted from the resolved ``context.config.params`` with a named
     formula (``FlopsEstimate.formula``), e.g. GPT: 6·N + 12·L·h·s (PaLM, appendix B).
-    Called on the plugin that registered the run's framework and the plugins that
-    registered a case of this model family (``context.case.model``); answer for the model
-    families you know. The core combines it with ``device_peak_flops`` into MFU.
+    Called only on the plugin that registered the run's case (and the built-in plugins that
+    own its model family, ``context.case.model``): a plugin answers for the cases it
+    registered, never for another plugin's. The core combines it with ``device_peak_flops``
+    into MFU.
 
     Example::
 

@@ -88,12 +88,13 @@ class Registry:
 
     @classmethod
     def from_plugins(cls, pm: pluggy.PluginManager, plugins: dict[str, PluginInfo]) -> Registry:
-        """Collect every plugin's registrations, earliest-registered plugin first.
+        """Collect every plugin's registrations: the built-in plugins first, then the others
+        in the order they were registered, whatever ``tryfirst``/``trylast`` their
+        registration hooks carry (so no hook ordering takes a built-in case's name).
 
-        A name registered twice keeps the first registration (built-ins load before
-        entry-point plugins); the later one is skipped with a ``DuplicateRegistrationWarning``
-        naming both plugins and their distributions (from ``plugins``), and listed in
-        ``skipped``.
+        A name registered twice keeps the first registration; the later one is skipped with a
+        ``DuplicateRegistrationWarning`` naming both plugins and their distributions (from
+        ``plugins``), and listed in ``skipped``.
         """
         registry = cls(Catalog("case"), Catalog("framework"), Catalog("vendor"), Catalog("log format"))
         for hook_name, catalog in (("register_cases", registry.cases),
@@ -133,7 +134,7 @@ def _collect(pm: pluggy.PluginManager, plugins: dict[str, PluginInfo], hook_name
     # owned by the plugin that registered it, and duplicates name both plugins.
     skipped: list[SkippedRegistration] = []
     hook = getattr(pm.hook, hook_name)
-    for impl in hook.get_hookimpls():
+    for impl in sorted(hook.get_hookimpls(), key=lambda impl: registration_rank(pm, plugins, impl.plugin_name)):
         owner = impl.plugin_name
 
         def register(item, _owner: str = owner) -> None:
@@ -147,6 +148,15 @@ def _collect(pm: pluggy.PluginManager, plugins: dict[str, PluginInfo], hook_name
 
         impl.function(register=register)
     return skipped
+
+
+def registration_rank(pm: pluggy.PluginManager, plugins: dict[str, PluginInfo],
+                      plugin_name: str) -> tuple[bool, int]:
+    """Built-in plugins before all others, each group in the order it was registered."""
+    order = [name for name, _ in pm.list_name_plugin()]
+    info = plugins.get(plugin_name)
+    builtin = info is not None and info.source == "builtin"
+    return (not builtin, order.index(plugin_name) if plugin_name in order else len(order))
 
 
 def distribution_of(plugins: dict[str, PluginInfo], plugin_name: str) -> str:
