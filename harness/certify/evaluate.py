@@ -217,6 +217,8 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         checks.append(passed("suite", f"suite {suite.name!r} ({cert.suite_source}), {len(cert.points)} "
                              f"points x {cert.repeats} repeats at {suite.scale} scale{note}"))
 
+    if cert.stopped:
+        checks.append(failed("suite", f"the certification was stopped early: {cert.stopped}"))
     for record in cert.points:
         label = record.label
         case = registry.cases.get(record.case)
@@ -250,14 +252,16 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         ok_runs = [run for run in runs if run.result is not None and run.result.status == "success"
                    and run.final is not None]
         values = [run.final for run in ok_runs]
-        checks.append(scoring.check_noise(values, suite.cv_bound, label))
+        checks.append(scoring.check_noise(values, suite.cv_bound, label, robust=suite.kind == "smoke"))
 
         first = results[0] if results else None
         gbs = first.global_batch_size if first else 0
         max_steps = first.max_steps if first else 0
         reference = convergence.load_reference(record.case, suite.scale, record.framework, gbs, max_steps)
         describe = f"{record.case} at {suite.scale} scale, {record.framework}, global batch {gbs}, {max_steps} steps"
-        loss_runs = [(i, run.losses) for i, run in enumerate(runs, 1) if run.result is not None]
+        # A repeat that did not succeed is the repeats check's to judge, not a missing loss.
+        loss_runs = [(i, run.losses) for i, run in enumerate(runs, 1)
+                     if run.result is not None and run.result.status == "success"]
         checks.append(convergence.check_convergence(loss_runs, reference, label, describe))
         summaries.append(_summary(record, runs, values, record.checkpoints or suite.checkpoints,
                                   record.checkpoint_window))

@@ -77,6 +77,8 @@ class Certification(BaseModel):
     started_at: datetime
     finished_at: datetime | None = None
     points: list[PointRecord]
+    stopped: str | None = Field(None, description="Why the certification ended before every run "
+                                                  "(a stop signal); what finished is kept.")
     summaries: list[PointSummary] = Field(default_factory=list)
     checks: list[Check] = Field(default_factory=list)
     passed: bool = False

@@ -25,10 +25,16 @@ from harness.config_resolution import parse_set_pairs, relabel_request_values
 from harness.errors import HarnessError, UnavailableError, UserInputError
 from harness.results_io import atomic_write_text
 from harness.runner.pipeline import RunObserver, RunRequest, execute, plan, replanned
+from harness.runner.signals import (
+    Terminated,
+    deferred_signals,
+    stop_signals_raise,
+    terminated_exit_code,
+    terminations_received,
+)
 
 if TYPE_CHECKING:
     from harness.app import Harness
-
     from harness.registry import Registry
 
 
@@ -45,11 +51,16 @@ class CertifyRequest:
     env_mode: str = "auto"
 
 
+#: The exit code of a certification that Ctrl-C stopped (SIGTERM/SIGHUP: 128 + the signal).
+EXIT_INTERRUPTED = 130
+
+
 @dataclass
 class CertifyOutcome:
     certification: Certification
     folder: Path
     bundle_path: Path
+    stop_exit_code: int | None = None  # set when a stop signal ended the certification early
 
 
 class CertifyObserver(RunObserver):
@@ -90,13 +101,29 @@ def run_certification(harness: Harness, request: CertifyRequest,
     runs_dir.mkdir(parents=True, exist_ok=False)
     atomic_write_text(folder / "suite.toml", request.suite.text)
 
-    records: list[PointRecord] = []
-    results = []
-    total = len(points) * repeats
-    for number, point in enumerate(points):
-        record = PointRecord.of(point)
-        records.append(record)
-        case = registry.cases.get(point.case)
+    records = [PointRecord.of(point) for point in points]
+    planned = _plan_points(harness, router, request, points, records, spec, runs_dir, set_pairs)
+    results: list = []
+    stop = _run_interleaved(harness, planned, repeats, results, observer)
+    # Whatever signals arrive now, what ran is judged, reported and bundled.
+    with deferred_signals():
+        return _conclude_run(harness, request, spec, folder, cert_id, started, records, results,
+                             repeats, set_pairs, deviations, stop)
+
+
+@dataclass
+class _PlannedRun:
+    record: PointRecord
+    context: object  # RunContext of the point's first repeat
+    run_request: RunRequest
+
+
+def _plan_points(harness, router, request, points, records, spec, runs_dir, set_pairs) -> list[_PlannedRun]:
+    """Plan each point once and check its rules; a point that breaks one (or cannot run here)
+    is recorded as refused and not run."""
+    planned = []
+    for point, record in zip(points, records):
+        case = harness.registry.cases.get(point.case)
         run_request = run_request_for(point, request, spec.scale, runs_dir, set_pairs)
         try:
             context = plan(harness, run_request)
@@ -118,22 +145,52 @@ def run_certification(harness: Harness, request: CertifyRequest,
         if unsupported:
             record.refused = f"cannot run on this machine: {'; '.join(unsupported)}"
             continue
-        # Planned once; each repeat is its own run of that plan (a run id and folder of its own).
-        context = suite_sourced(context, point, spec.name)
-        for repeat in range(1, repeats + 1):
-            observer.point(point.label, repeat, repeats, number * repeats + repeat, total)
-            if repeat > 1:
-                context = replanned(context)
-            try:
-                report = execute(harness, context, run_request, observer, unsupported=[])
-            except KeyboardInterrupt:
-                raise
-            except HarnessError as exc:
-                record.errors.append(f"repeat {repeat}: {exc}")
-                continue
-            record.run_ids.append(report.result.run_id)
-            results.append(report.result)
+        planned.append(_PlannedRun(record, suite_sourced(context, point, spec.name), run_request))
+    return planned
 
+
+def _run_interleaved(harness, planned: list[_PlannedRun], repeats: int, results: list,
+                     observer: CertifyObserver) -> BaseException | None:
+    """Run repeat 1 of every point, then repeat 2 of every point, and so on: a neighbour's
+    burst of load then falls on one repeat of several points rather than on every repeat of
+    one. Each repeat is its own run of its point's plan (a run id and folder of its own).
+    Returns the stop signal's exception (SIGINT, SIGTERM, SIGHUP) that ended it early, if any:
+    the runs that finished are kept."""
+    total = len(planned) * repeats
+    index = 0
+    with stop_signals_raise():
+        try:
+            for repeat in range(1, repeats + 1):
+                for item in planned:
+                    index += 1
+                    observer.point(item.record.label, repeat, repeats, index, total)
+                    if repeat > 1:
+                        item.context = replanned(item.context)
+                    terminations = terminations_received()
+                    try:
+                        report = execute(harness, item.context, item.run_request, observer,
+                                         unsupported=[])
+                    except HarnessError as exc:
+                        item.record.errors.append(f"repeat {repeat}: {exc}")
+                        continue
+                    item.record.run_ids.append(report.result.run_id)
+                    results.append(report.result)
+                    status = report.result.status
+                    if status == "interrupted":
+                        return KeyboardInterrupt()
+                    if status == "terminated" and terminations_received() > terminations:
+                        # This process was told to stop (not a training process killed from
+                        # outside, which is this repeat's failure only).
+                        return Terminated(terminated_exit_code() - 128)
+        except KeyboardInterrupt as exc:  # between two runs: nothing of the next one ran
+            return exc
+        except Terminated as exc:
+            return exc
+    return None
+
+
+def _conclude_run(harness, request, spec, folder, cert_id, started, records, results, repeats,
+                  set_pairs, deviations, stop) -> CertifyOutcome:
     description = sysinfo.collect(harness, results)
     atomic_write_text(folder / "system.json", json.dumps(description, indent=2, default=str) + "\n")
     cert = Certification(
@@ -141,12 +198,28 @@ def run_certification(harness: Harness, request: CertifyRequest,
         suite_sha256=request.suite.sha256, vendor=request.vendor, scale=spec.scale,
         repeats=repeats, suite_repeats=spec.repeats, set_pairs=set_pairs, deviations=deviations,
         harness_version=__version__, started_at=started, points=records,
+        stopped=_stopped_reason(stop, records, repeats),
     )
     _write(folder, cert)
-    evaluation = conclude(folder, registry, cert)
+    evaluation = conclude(folder, harness.registry, cert)
     write_certification_report(folder, evaluation.evidence)
     out = bundle.write_bundle(folder, folder.with_name(folder.name + ".tar.gz"), request.private_key)
-    return CertifyOutcome(certification=cert, folder=folder, bundle_path=out)
+    return CertifyOutcome(certification=cert, folder=folder, bundle_path=out,
+                          stop_exit_code=_stop_exit_code(stop))
+
+
+def _stopped_reason(stop: BaseException | None, records: list[PointRecord], repeats: int) -> str | None:
+    if stop is None:
+        return None
+    ran = sum(len(r.run_ids) for r in records)
+    how = "interrupted by the user (SIGINT)" if isinstance(stop, KeyboardInterrupt) else str(stop)
+    return f"{how} after {ran} of {len(records) * repeats} runs; the runs that finished are kept"
+
+
+def _stop_exit_code(stop: BaseException | None) -> int | None:
+    if stop is None:
+        return None
+    return stop.exit_code if isinstance(stop, Terminated) else EXIT_INTERRUPTED
 
 
 def conclude(folder: Path, registry: Registry, cert: Certification) -> Evaluation:

@@ -94,6 +94,9 @@ def run_command(
     typer.echo(f"certification {'PASSED' if cert.passed else 'FAILED'}: report {outcome.folder / 'report.html'}"
                + ("" if key else " (bundle unsigned: verify exits 4 on it)"))
     typer.echo(str(outcome.bundle_path))
+    if cert.stopped:
+        typer.echo(f"certification stopped: {cert.stopped}", err=True)
+        raise typer.Exit(outcome.stop_exit_code)
     if not cert.passed:
         raise typer.Exit(EXIT_FAILED)
     return 0

@@ -84,10 +84,10 @@ def run_command(
         typer.echo(f"warning: {report.note}", err=True)
     if report.result.status == "interrupted":
         raise typer.Exit(EXIT_INTERRUPTED)
-    if report.result.status == "terminated":
-        from harness.runner.signals import terminated_exit_code
+    from harness.runner.signals import terminated_exit_code, terminations_received
 
-        raise typer.Exit(terminated_exit_code())
+    if report.result.status == "terminated" and terminations_received():
+        raise typer.Exit(terminated_exit_code())  # not when a training process was killed
     if report.result.status != "success":
         raise typer.Exit(EXIT_FAILED)
     return 0

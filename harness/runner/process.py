@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import queue
 import re
+import signal
 import subprocess
 import threading
 import time
@@ -14,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
+from harness.launch import torchrun_failed_ranks
 from harness.models import LaunchSpec, ProcessOutcome
 from harness.runner.scrub import scrub_line
 from harness.runner.signals import Terminated, deferred_signals
@@ -167,8 +169,9 @@ def execute_launch(
                         if log_error is None:
                             _write_quietly(log, clean)
     if status == "success" and exit_code != 0:
-        status = "failed"
-        reason = failure_reason(list(tail), f"training process exited with code {exit_code}")
+        killed = killed_from_outside(exit_code, list(tail))
+        status = "terminated" if killed else "failed"
+        reason = failure_reason(list(tail), killed or f"training process exited with code {exit_code}")
     elif status != "success" and log_error is None:
         reason = failure_reason(list(tail), reason or status)
     if survivors:
@@ -182,6 +185,22 @@ def execute_launch(
         started_at=started,
         finished_at=_now(),
     )
+
+
+def killed_from_outside(exit_code: int, tail: list[str]) -> str | None:
+    """Why a launch that the harness did not stop ended by a signal, or None: the process
+    itself (a negative exit code) or a rank torchrun reports killed by one (its failure
+    summary's ``Signal 9 (SIGKILL)``). Such a repeat was terminated, not a failed training."""
+    if exit_code < 0:
+        try:
+            name = signal.Signals(-exit_code).name
+        except ValueError:
+            name = f"signal {-exit_code}"
+        return f"training process killed by {name} from outside the harness"
+    killed = [rank for rank in torchrun_failed_ranks(tail) if "Signal" in rank]
+    if killed:
+        return f"training {killed[0]} killed from outside the harness"
+    return None
 
 
 def _finish(proc: subprocess.Popen, tree: ProcessTree, *, stopping: bool) -> list[int]:

@@ -39,6 +39,13 @@ def _raise_terminated(signum, _frame) -> None:
     raise Terminated(signum)
 
 
+def terminations_received() -> int:
+    """How many SIGTERM/SIGHUP this process has received while they raise: a caller compares
+    the count before and after a run to tell its own termination from a run whose training
+    process was killed from outside."""
+    return len(_last_terminating)
+
+
 def terminated_exit_code() -> int:
     """128 + the SIGTERM/SIGHUP that terminated the last run (143 when none is known)."""
     return 128 + (_last_terminating[-1] if _last_terminating else signal.SIGTERM)

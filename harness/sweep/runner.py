@@ -12,7 +12,12 @@ from harness.errors import HarnessError, UnavailableError
 from harness.results_io import atomic_write_text
 from harness.runner.observer import RunObserver
 from harness.runner.pipeline import execute, plan
-from harness.runner.signals import Terminated, stop_signals_raise, terminated_exit_code
+from harness.runner.signals import (
+    Terminated,
+    stop_signals_raise,
+    terminated_exit_code,
+    terminations_received,
+)
 from harness.sweep.planner import PlannedRun, SweepOptions
 from harness.sweep.progress import SweepObserver, SweepProgress
 
@@ -105,6 +110,7 @@ def run_sweep(
             if summary.interrupted:
                 summary.rows.append(SweepRow(item, "not run", "the sweep was interrupted before it"))
                 continue
+            terminations = terminations_received()
             try:
                 row = _row_of(harness, name, source, item, len(planned), progress,
                               observer_factory, emit)
@@ -117,7 +123,9 @@ def run_sweep(
             summary.rows.append(row)
             if row.status == "interrupted":
                 _stop(summary, None)
-            elif row.status == "terminated":
+            elif row.status == "terminated" and terminations_received() > terminations:
+                # The sweep itself was told to stop; a training process killed from outside
+                # is that run's end only.
                 _stop(summary, Terminated(terminated_exit_code() - 128))
     return summary
 

@@ -57,3 +57,27 @@ def test_smoke_suite_certifies_and_verifies(tmp_path, capsys, harness, registry)
     reference = convergence.load_reference("gpt3_125M", "smoke", "pytorch", 8, 12)
     verdict = convergence.check_convergence([(1, losses)], reference, "gpt3_125M", "gpt3_125M")
     assert not verdict.passed and "outside" in verdict.reason
+
+
+def test_sigterm_stops_certify_run_and_keeps_what_finished(tmp_path):
+    """SIGTERM during the second repeat ends ``harness certify run`` with 143 within that
+    repeat (not after the suite), and the folder holds the first repeat, judged and bundled."""
+    import signal
+    import subprocess
+    import sys
+
+    suite = Path(__file__).resolve().parents[2] / "fixtures" / "certify" / "one_point.toml"
+    proc = subprocess.Popen([sys.executable, "-m", "harness", "certify", "run", "--vendor", "cpu",
+                             "--suite", str(suite), "--output", str(tmp_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for line in proc.stderr:  # progress lines: one per repeat
+        if line.startswith("[certify 2/3"):
+            proc.send_signal(signal.SIGTERM)
+            break
+    out, err = proc.communicate(timeout=300)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert "certification stopped: terminated by SIGTERM after" in err
+    [folder] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    cert = json.loads((folder / "certification.json").read_text())
+    assert cert["stopped"] and not cert["passed"] and 1 <= len(cert["points"][0]["run_ids"]) <= 2
+    assert Path(out.strip().splitlines()[-1]).is_file()  # the bundle of what ran

@@ -216,3 +216,48 @@ def test_a_point_the_plugins_refuse_is_not_run_and_asked_once(tmp_path, monkeypa
     point = outcome.certification.points[0]
     assert point.refused.startswith("cannot run on this machine: no kernels for this test device")
     assert point.errors == [] and point.run_ids == [] and vendor.asked == 1
+
+
+@pytest.mark.parametrize("signal_name, exit_code", [("SIGINT", 130), ("SIGTERM", 143)])
+def test_a_stop_signal_ends_the_certification_and_keeps_what_finished(tmp_path, harness, monkeypatch,
+                                                                     signal_name, exit_code):
+    """Ctrl-C or SIGTERM stops ``certify run`` at once (not the next repeat): the repeat that
+    finished is kept, judged and bundled, and the certification cannot pass."""
+    import shutil
+    import signal
+
+    from harness.certify import runner
+    from harness.certify.record import Certification
+    from harness.certify.suite import Suite, parse_suite_text
+    from harness.models import BenchmarkResult
+    from harness.runner.pipeline import RunReport
+    from harness.runner.signals import Terminated
+    from harness.store import ResultStore
+    from tests.harness.certify.fixture_bundle import unpack
+
+    recorded = unpack(tmp_path)
+    claimed = Certification.model_validate_json((recorded / "certification.json").read_text())
+    calls = []
+
+    def replay_then_stop(harness, context, request, observer=None, *, unsupported=None):
+        calls.append(context.run_id)
+        if len(calls) == 2:
+            raise KeyboardInterrupt if signal_name == "SIGINT" else Terminated(signal.SIGTERM)
+        run_id = claimed.points[0].run_ids[0]
+        shutil.copytree(recorded / "runs" / run_id, request.output / run_id)
+        result = BenchmarkResult.model_validate_json((request.output / run_id / "result.json").read_text())
+        ResultStore(request.output).add(result, request.output / run_id)
+        return RunReport(result=result, run_dir=request.output / run_id, legacy_path=request.output)
+
+    monkeypatch.setattr(runner, "execute", replay_then_stop)
+    text = (recorded / "suite.toml").read_text()
+    suite = Suite(spec=parse_suite_text(text, "t"), text=text, source=claimed.suite_source)
+    outcome = runner.run_certification(harness, runner.CertifyRequest(
+        suite=suite, vendor="cpu", output=tmp_path / "out"))
+
+    cert = outcome.certification
+    assert len(calls) == 2 and outcome.stop_exit_code == exit_code
+    assert cert.stopped.endswith("after 1 of 3 runs; the runs that finished are kept")
+    assert cert.points[0].run_ids == [claimed.points[0].run_ids[0]]
+    assert not cert.passed and outcome.bundle_path.is_file()
+    assert any(c.name == "suite" and not c.passed and "stopped early" in c.reason for c in cert.checks)

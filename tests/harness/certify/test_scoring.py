@@ -31,3 +31,16 @@ def test_noise_bound():
     verdict = check_noise([100, 130, 80], 0.03, "p")
     assert not verdict.passed and "exceeds the suite's bound 3%" in verdict.reason
     assert not check_noise([100], 0.03, "p").passed
+
+
+def test_the_smoke_suites_median_based_spread_shrugs_off_one_slowed_repeat():
+    from harness.certify.scoring import robust_spread
+
+    busy = [1000.0, 980.0, 450.0]  # a neighbour's burst slowed one repeat
+    assert not check_noise(busy, 0.35, "p").passed  # CV 38%
+    verdict = check_noise(busy, 0.35, "p", robust=True)
+    assert verdict.passed and "median-based spread" in verdict.reason
+    assert robust_spread(busy) == pytest.approx(1.4826 * 20 / 980)
+    # Two of three repeats disagreeing is still noise, median-based or not.
+    assert not check_noise([1000.0, 600.0, 300.0], 0.30, "p", robust=True).passed
+    assert robust_spread([5.0]) is None

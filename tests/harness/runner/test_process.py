@@ -39,6 +39,26 @@ def test_nonzero_exit_is_a_failure_with_the_last_error_lines(tmp_path):
     assert "RuntimeError: CUDA out of memory on rank 3" in outcome.reason
 
 
+def test_a_process_killed_from_outside_is_terminated_not_failed(tmp_path):
+    outcome = execute_launch(launch("""
+        import os, signal
+        print('step 1 ok', flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """), tmp_path / "log", timeout_s=30, hang_timeout_s=30)
+    assert outcome.status == "terminated" and outcome.exit_code == -signal.SIGKILL
+    assert outcome.reason.startswith("training process killed by SIGKILL from outside the harness")
+
+
+def test_a_rank_torchrun_reports_killed_is_terminated():
+    from harness.runner.process import killed_from_outside
+
+    summary = ["  rank      : 1 (local_rank: 1)", "  exitcode  : -9 (pid: 4242)",
+               "  traceback : Signal 9 (SIGKILL) received by PID 4242"]
+    assert killed_from_outside(1, summary) == (
+        "training rank 1 (local rank 1): exit code -9, Signal 9 (SIGKILL) killed from outside the harness")
+    assert killed_from_outside(1, ["Traceback", "RuntimeError: boom"]) is None
+
+
 def test_overall_timeout_stops_a_chatty_process(tmp_path):
     start = time.monotonic()
     outcome = execute_launch(launch("""
