@@ -29,6 +29,7 @@ from harness.result_builder import repeat_figures
 from harness.results_io import LEGACY_DECIMALS
 from harness.runner.pipeline import config_log_hints
 from harness.stats import mean
+from harness.witness import logged_rate, witness_problem
 from harness.models import BenchmarkResult, ResolvedConfig
 
 if TYPE_CHECKING:
@@ -104,7 +105,16 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
     # Read as the run itself read it: the same streaming reader, hints and FINAL_RESULT rule.
     reading = stream_log(log_path, log_format, **config_log_hints(result.config))
     evidence.losses = list(reading.summary.loss.points)
-    evidence.final = repeat_figures(reading, result.config.settings.skip_steps).final
+    figures = repeat_figures(reading, result.config.settings.skip_steps)
+    evidence.final = figures.final
+    if result.status == "success":
+        witness = result.repeats[0].witness if result.repeats else None
+        problem = ("the harness's witness of the training output is missing" if witness is None
+                   else witness_problem(log_path, reading, logged_rate(figures), witness,
+                                   result.throughput.unit if result.throughput else "",
+                                   timed=_builtin_framework(registry, result.framework)))
+        if problem:
+            evidence.problems.append(f"{rel}/{result.log_file}: {problem}")
     claimed = result.throughput.value if result.throughput else None
     if result.status == "success" and evidence.final is not None:
         evidence.problems += [f"{rel}/result.json: {p}" for p in efficiency_problems(result, evidence.final)]
@@ -124,6 +134,13 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
                 evidence.problems.append(
                     f"{rel}/index/{index_file.name}: FINAL_RESULT {value} claimed, its log gives {evidence.final}")
     return evidence
+
+
+def _builtin_framework(registry: Registry, framework: str) -> bool:
+    """Whether a built-in plugin registered ``framework`` (its scripts are held to the clock)."""
+    from harness.plugin_manager import DEFAULT_PLUGINS
+
+    return registry.frameworks.owners.get(framework) in DEFAULT_PLUGINS
 
 
 def builtin_suite_problem(source: str, bundled: Suite) -> str | None:

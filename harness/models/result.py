@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from harness.models.config import ResolvedConfig
 from harness.models.device import DeviceSet
 from harness.models.efficiency import Efficiency
+from harness.witness import Witness
 from harness.models.memory import MemoryEstimate
 from harness.models.launch import DatasetInfo, RunStatus
 
@@ -58,6 +59,10 @@ class RepeatResult(BaseModel):
     log_file: str
     log_format: str | None = Field(None, description="Log format the launch printed (reports re-read the log with it).")
     duration_s: float
+    witness: Witness | None = Field(
+        None, description="What the harness itself saw of the repeat's output: its sha256 as "
+                          "captured, the step records that arrived and the rate their arrival "
+                          "times give (None: an ingested log, which the harness did not see arrive).")
 
 
 class LogSummary(BaseModel):

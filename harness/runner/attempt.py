@@ -17,6 +17,7 @@ from harness.models.result import RepeatResult
 from harness.readback import ReadbackCheck, check_log
 from harness.result_builder import log_peak_memory, log_verdict, repeat_figures
 from harness.runner.observer import RunObserver, StepClock
+from harness.witness import Witness, logged_rate, witness_problem
 
 if TYPE_CHECKING:
     from harness.app import Harness
@@ -53,15 +54,21 @@ def config_log_hints(config: ResolvedConfig) -> dict[str, int | None]:
 
 def _summarise_repeat(
     context: RunContext, index: int, outcome: ProcessOutcome, reading: LogReading | None,
-    log_format: str, readback: ReadbackCheck,
+    log_format: str, readback: ReadbackCheck, witness: Witness, builtin_scripts: bool,
 ) -> tuple[RepeatResult, str | None]:
-    """Turn one repeat's outcome, log and read-back check into a RepeatResult and a failure
-    reason. A run that finished but trained something other than its config is invalid."""
+    """Turn one repeat's outcome, log, read-back check and the harness's own witness of its
+    output into a RepeatResult and a failure reason. A run that finished but trained something
+    other than its config, or whose log is not what the harness saw, is invalid."""
     figures = repeat_figures(reading, context.config.settings.skip_steps)
     status, reason = log_verdict(outcome.status, outcome.reason, reading,
                                  has_value=figures.final is not None)
     if status == "success" and not readback.ok:
         status, reason = "invalid", readback.reason()
+    if status == "success":
+        problem = witness_problem(Path(outcome.log_path), reading, logged_rate(figures), witness,
+                                  context.case.unit, timed=builtin_scripts)
+        if problem:
+            status, reason = "invalid", problem
     repeat = RepeatResult(
         index=index,
         status=status,
@@ -70,6 +77,7 @@ def _summarise_repeat(
         log_file=Path(outcome.log_path).name,
         log_format=log_format,
         duration_s=outcome.duration_s,
+        witness=witness,
     )
     return repeat, reason
 
@@ -115,8 +123,9 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
     observer.stage("data", f"dataset {context.case.dataset}")
     attempt.dataset = router.prepare_data(context)
     flops = router.model_flops(context)
-    # Built-in frameworks' scripts all print a read-back line; a third-party framework that
-    # prints none is recorded as not read back rather than failed.
+    # Built-in frameworks' scripts all print a read-back line and a line as each step ends; a
+    # third-party framework that prints none is recorded as not read back rather than failed,
+    # and its step lines are not held to the harness's clock.
     readback_required = harness.is_builtin(router.framework_owner(context.framework))
 
     total = context.repeats
@@ -146,7 +155,8 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
             model_parameters=flops.model_parameters if flops is not None else None,
             required=readback_required)
         repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, reading, launch.log_format,
-                                                  readback)
+                                                  readback, clock.witness(ctx.config, ctx.case.unit),
+                                                  builtin_scripts=readback_required)
         attempt.repeats.append(repeat)
         attempt.extras.update(outcome.extras)
         memory = log_peak_memory(reading)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.models.context import RunContext
+    from harness.witness import Witness
 
 
 class RunObserver:
@@ -38,6 +40,8 @@ class StepClock(RunObserver):
         self.inner = inner
         self.log_formats = log_formats
         self.step_times: dict[int, float] = {}
+        self.step_records = 0  # step records seen arriving (a replayed or edited log differs)
+        self._captured = hashlib.sha256()  # of every line as it arrived, before any wrapper
         self._parser = None
 
     def stage(self, name: str, detail: str = "") -> None:
@@ -47,14 +51,27 @@ class StepClock(RunObserver):
         fmt = self.log_formats.get(log_format)
         self._parser = fmt.new_parser(seq_len=context.config.params.get("seq_len")) if fmt else None
         self.step_times = {}
+        self.step_records = 0
+        self._captured = hashlib.sha256()
         self.inner.start_repeat(context, total_steps, log_format)
 
     def on_line(self, line: str) -> None:
+        self._captured.update(line.encode("utf-8"))
         if self._parser is not None:
             record = self._parser.feed(line)
             if record is not None:
+                self.step_records += 1
                 self.step_times.setdefault(record.step, time.monotonic())
         self.inner.on_line(line)
+
+    def witness(self, config, unit: str) -> Witness:
+        """What this clock saw of the repeat: the captured output's sha256, the step records
+        and the rate of the measured steps by their arrival times."""
+        from harness.witness import Witness, timed_rate, units_per_iteration
+
+        timed = timed_rate(self.step_times, config.settings.skip_steps, units_per_iteration(config, unit))
+        return Witness(log_sha256=self._captured.hexdigest(), step_records=self.step_records,
+                       timed_throughput=timed[0] if timed else None, window_s=timed[1] if timed else None)
 
     def end_repeat(self) -> None:
         self.inner.end_repeat()

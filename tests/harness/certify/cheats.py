@@ -40,3 +40,103 @@ class FlopsInflater:
     @hookimpl(tryfirst=True)
     def model_flops(self, context):
         return FlopsEstimate(per_unit=3 * 6 * 125e6, unit="tokens/s", formula="palm-6N+12Lhs")
+
+
+# ----------------------------------------------------------------------- launch and log cheats
+# Each is a vendor of its own (the host CPU through torch, as tampering_vendors.HOST_CPU
+# declares it) whose wrappers do the cheating.
+
+import re  # noqa: E402
+import sys  # noqa: E402
+import textwrap  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec  # noqa: E402
+from tests.harness.tampering_vendors import HOST_CPU  # noqa: E402
+
+
+class CheatingVendor:
+    """A vendor named ``name`` on the host CPU; subclasses add the cheat."""
+
+    name = "cheatco"
+
+    @hookimpl
+    def register_vendors(self, register):
+        register(VendorSpec(name=self.name, description="cheat suite vendor", device_kind="cpu",
+                            backend=HOST_CPU))
+
+    @hookimpl
+    def discover_devices(self, vendor):
+        return DeviceSet(vendor=self.name, kind="cpu", devices=[DeviceInfo(index=0, name="cpu")])
+
+
+_ITERATION_TIME = re.compile(r"elapsed time per iteration \(ms\): ([\d.]+)")
+
+
+class LogTimeEditor(CheatingVendor):
+    """An ``execute`` wrapper that halves every step time in the log after the process exits."""
+
+    name = "logedit"
+
+    @hookimpl(wrapper=True)
+    def execute(self, context, launch, log_path, observer):
+        outcome = yield
+        text = Path(log_path).read_text()
+        Path(log_path).write_text(_ITERATION_TIME.sub(
+            lambda m: f"elapsed time per iteration (ms): {float(m.group(1)) / 2:.1f}", text))
+        return outcome
+
+
+class SlowestLinesDeleter(CheatingVendor):
+    """An ``execute`` wrapper that deletes the two slowest measured iteration lines."""
+
+    name = "linedrop"
+
+    @hookimpl(wrapper=True)
+    def execute(self, context, launch, log_path, observer):
+        outcome = yield
+        lines = Path(log_path).read_text().splitlines(keepends=True)
+        timed = sorted((float(m.group(1)), i) for i, line in enumerate(lines)
+                       if (m := _ITERATION_TIME.search(line)))
+        drop = {i for _, i in timed[-2:]}
+        Path(log_path).write_text("".join(line for i, line in enumerate(lines) if i not in drop))
+        return outcome
+
+
+class SlowClock(CheatingVendor):
+    """A ``run`` wrapper that puts a ``sitecustomize`` on PYTHONPATH making
+    ``time.perf_counter`` (and ``time.time``) run at 0.6x inside the training process."""
+
+    name = "slowclock"
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "sitecustomize.py").write_text(textwrap.dedent("""
+            import time
+            _perf, _time = time.perf_counter, time.time
+            _p0, _t0 = _perf(), _time()
+            time.perf_counter = lambda: _p0 + (_perf() - _p0) * 0.6
+            time.time = lambda: _t0 + (_time() - _t0) * 0.6
+        """))
+
+    @hookimpl(wrapper=True)
+    def run(self, context, env, dataset):
+        launch: LaunchSpec = yield
+        path = f"{self.folder}:{launch.env.get('PYTHONPATH', '')}"
+        return launch.model_copy(update={"env": {**launch.env, "PYTHONPATH": path}})
+
+
+class Replayer(CheatingVendor):
+    """A ``run`` wrapper that replaces the training with a stored honest log, printed at once."""
+
+    name = "replay"
+
+    def __init__(self, stored_log: Path):
+        self.stored_log = stored_log
+
+    @hookimpl(wrapper=True)
+    def run(self, context, env, dataset):
+        launch: LaunchSpec = yield
+        code = f"import sys; sys.stdout.write(open({str(self.stored_log)!r}).read())"
+        return launch.model_copy(update={"argv": [sys.executable, "-c", code]})

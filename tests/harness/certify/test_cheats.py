@@ -33,3 +33,50 @@ def test_a_dummy_case_of_the_family_does_not_answer_model_flops_for_a_built_in_c
     assert router.model_flops(context) == honest.model_flops(context)
     # The cheat is not even asked: provenance names only the case's owner for the hook.
     assert set(router.hooks_by_plugin()) == {"harness_cases.plugin"}
+
+
+# ------------------------------------------------------------------ the clock and the log
+
+def _run_with(tmp_path, vendor, max_steps=12):
+    from harness.runner.pipeline import run_benchmark
+
+    harness = Harness.load(load_entrypoints=False, extra=(vendor,))
+    request = RunRequest(case="gpt3_125M", vendor=vendor.name, framework="pytorch", scale="smoke",
+                         max_steps=max_steps, set_pairs=["skip_steps=4"], output=tmp_path / "results",
+                         cache_dir=tmp_path / "cache")
+    return run_benchmark(harness, request).result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cheat, named", [
+    ("LogTimeEditor", "train.log was changed after the harness captured it"),
+    ("SlowestLinesDeleter", "train.log was changed after the harness captured it"),
+])
+def test_a_log_edited_after_the_run_is_invalid(tmp_path, cheat, named):
+    from tests.harness.certify import cheats
+
+    result = _run_with(tmp_path, getattr(cheats, cheat)())
+    assert result.status == "invalid" and named in result.failure_reason
+
+
+@pytest.mark.slow
+def test_a_slowed_clock_inside_the_training_process_is_invalid(tmp_path):
+    from tests.harness.certify.cheats import SlowClock
+
+    result = _run_with(tmp_path, SlowClock(tmp_path / "site"))
+    assert result.status == "invalid"
+    assert "log claims" in result.failure_reason and "harness timed" in result.failure_reason
+
+
+@pytest.mark.slow
+def test_an_honest_run_passes_and_its_log_replayed_is_invalid(tmp_path):
+    from tests.harness.certify.cheats import CheatingVendor, Replayer
+
+    honest = _run_with(tmp_path / "honest", CheatingVendor())  # the same vendor, no cheat
+    assert honest.status == "success", honest.failure_reason
+    witness = honest.repeats[0].witness
+    assert witness.step_records == 12 and witness.timed_throughput > 0
+    stored = tmp_path / "honest" / "results" / honest.run_id / "train.log"
+    result = _run_with(tmp_path / "replayed", Replayer(stored))
+    assert result.status == "invalid"
+    assert "log claims" in result.failure_reason and "harness timed" in result.failure_reason

@@ -24,4 +24,5 @@ def test_a_record_is_its_planned_point_and_reads_back():
 def test_a_recorded_certification_reads(tmp_path):
     folder = unpack(tmp_path)
     cert = Certification.model_validate_json((folder / "certification.json").read_text())
-    assert cert.points[0].checkpoints == () and len(cert.points[0].run_ids) == 3  # recorded before points carried theirs
+    assert cert.points[0].checkpoints == (4, 8, 12) and len(cert.points[0].run_ids) == 3
+    assert cert.stopped is None and cert.passed
