@@ -42,6 +42,9 @@ class Comparison:
     only_b: list[ReportRun] = field(default_factory=list)
     #: Runs that matched but were measured over different windows: (A, B, key -> (A's, B's)).
     different_windows: list[tuple[ReportRun, ReportRun, dict]] = field(default_factory=list)
+    #: Cross-framework comparisons: case -> the stored equivalence check's statement (or why
+    #: there is none), read by ``attach_equivalence``.
+    equivalence: dict[str, str] = field(default_factory=dict)
 
     def slower_than(self, pct: float, beyond_noise: bool = False) -> list[Pair]:
         """Pairs where B's throughput is more than ``pct`` percent below A's; with
@@ -73,6 +76,7 @@ class Comparison:
             "different_windows": [{"run_a": a.result.run_id, "run_b": b.result.run_id,
                                    "keys": {k: list(v) for k, v in diff.items()}}
                                   for a, b, diff in self.different_windows],
+            "equivalence": self.equivalence,
         }
 
 
@@ -142,4 +146,23 @@ def compare_frameworks(results: Path, framework_a: str, framework_b: str,
         if not side.runs:
             raise UserInputError(f"no recorded runs of framework {side.label!r} in {results} "
                                  f"({filters.describe()})")
-    return compare_sides(side_a, side_b, allow_different_windows)
+    comparison = compare_sides(side_a, side_b, allow_different_windows)
+    attach_equivalence(comparison, results)
+    return comparison
+
+
+def attach_equivalence(comparison: Comparison, results: Path) -> None:
+    """For each case of a pair of two frameworks, what the newest stored equivalence check of
+    both says (``harness equivalence`` keeps them under ``results/equivalence``)."""
+    from harness.equivalence.result import latest_check
+
+    for pair in comparison.pairs:
+        frameworks = {pair.a.framework, pair.b.framework}
+        case = pair.a.case
+        if len(frameworks) < 2 or case in comparison.equivalence:
+            continue
+        check = latest_check(results, case, frameworks)
+        comparison.equivalence[case] = (
+            check.statement() if check is not None else
+            f"no equivalence check of {' and '.join(sorted(frameworks))} in {results} "
+            f"(`harness equivalence --case {case} --frameworks {','.join(sorted(frameworks))}`)")

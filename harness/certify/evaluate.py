@@ -285,6 +285,10 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
 
     planned = [run_id for record in cert.points for run_id in record.run_ids]
     checks += [failed("integrity", problem) for problem in results_db_problems(root, planned)]
+    if suite.equivalence is not None:
+        from harness.certify import equivalence_check
+
+        checks.append(equivalence_check.check(root, suite.equivalence))
     try:
         description = json.loads((root / "system.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):

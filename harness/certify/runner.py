@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import __version__
-from harness.certify import bundle, rules, sysinfo
+from harness.certify import bundle, equivalence_check, rules, sysinfo
 from harness.certify.evaluate import Evaluation, evaluate
 from harness.certify.record import Certification, PointRecord
 from harness.certify.report import write_certification_report
@@ -97,6 +97,8 @@ def run_certification(harness: Harness, request: CertifyRequest,
     started = _utcnow()
     cert_id = f"certify-{spec.name}-{request.vendor}-{started.strftime('%Y%m%d-%H%M%S')}"
     folder = (request.output / cert_id).resolve()
+    equivalence = equivalence_check.request_for(request.suite, registry, request.vendor,
+                                                request.framework, folder, request.cache_dir)
     runs_dir = folder / "runs"
     runs_dir.mkdir(parents=True, exist_ok=False)
     atomic_write_text(folder / "suite.toml", request.suite.text)
@@ -105,6 +107,10 @@ def run_certification(harness: Harness, request: CertifyRequest,
     planned = _plan_points(harness, router, request, points, records, spec, runs_dir, set_pairs)
     results: list = []
     stop = _run_interleaved(harness, planned, repeats, results, observer)
+    if equivalence is not None and stop is None:
+        total = len(planned) * repeats
+        observer.point(f"equivalence {equivalence.case}", 1, 1, total, total)
+        equivalence_check.run_requirement(harness, equivalence, folder)
     # Whatever signals arrive now, what ran is judged, reported and bundled.
     with deferred_signals():
         return _conclude_run(harness, request, spec, folder, cert_id, started, records, results,

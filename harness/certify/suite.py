@@ -34,6 +34,23 @@ MIN_REPEATS = {"smoke": OLYMPIC_MIN, "full": 5}
 REPEATS_DEVIATION = "repeats per point instead of the suite's"
 
 
+class EquivalenceRequirement(BaseModel):
+    """``[suite.equivalence]``: the vendor's framework build must train a stored reference
+    initial state to the reference loss curve within the fp32-rounding tolerances of
+    ``harness equivalence`` (one fp32 process on the vendor's devices)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    case: str = Field(description="The case whose reference is checked.")
+    reference: str = Field(description="Folder of a stored `harness equivalence` check (its "
+                                       "initial_state.npz and a framework's trace); relative "
+                                       "paths are relative to the suite file's folder.")
+    reference_framework: str | None = Field(None, description="Whose trace in it is the reference.")
+    steps: int | None = Field(None, ge=1, description="Steps to train and compare; default and "
+                                                      "at most: the reference's.")
+    scale: Literal["smoke", "full"] = "smoke"
+
+
 class SuiteSettings(BaseModel):
     """The ``[suite]`` table."""
 
@@ -51,6 +68,9 @@ class SuiteSettings(BaseModel):
     checkpoints: list[int] = Field(min_length=1, description="Steps whose loss must lie in the band.")
     checkpoint_window: int = Field(1, ge=1, description="Loss at a checkpoint: mean of this many steps up to it.")
     framework: str | None = None
+    equivalence: EquivalenceRequirement | None = Field(
+        None, description="Also require the framework build to match a stored equivalence "
+                          "reference (the `equivalence` check).")
 
     @model_validator(mode="after")
     def _enough_repeats(self):
@@ -103,6 +123,7 @@ class Suite:
     spec: SuiteFile
     text: str  # the file as read: bundled and hashed, so a verifier sees exactly this suite
     source: str  # "builtin:<name>", a plugin's name, or the file path
+    folder: Path | None = None  # where the suite file lies: its relative paths start there
 
     @property
     def name(self) -> str:
@@ -165,7 +186,7 @@ def load_suite(name_or_path: str, harness: Harness) -> Suite:
     text = file.read_text(encoding="utf-8")
     spec = parse_suite_text(text, str(name_or_path))
     check_points(spec, harness.registry, str(name_or_path))
-    return Suite(spec=spec, text=text, source=source)
+    return Suite(spec=spec, text=text, source=source, folder=Path(file).resolve().parent)
 
 
 def check_points(spec: SuiteFile, registry: Registry, origin: str) -> None:

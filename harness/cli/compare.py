@@ -26,6 +26,8 @@ accumulation and sweep label agree; a geometric-mean row sums up the ratios. Noi
 CV of FINAL_RESULT over its repeats, else its step-time CV; a difference is beyond noise when
 |B/A - 1| exceeds twice the two runs' combined noise. A pair of different cases or of
 different measurement windows (steps, warm-up, learning rate, dataset, seed) is warned about.
+Across frameworks each case cites the newest `harness equivalence` check of both frameworks
+stored in the results folder ("equivalent workload: checked on DATE, max loss difference X").
 """
 
 EXIT_SLOWER = 1
@@ -138,6 +140,8 @@ def _print(comparison) -> None:
                       f"{geomean:.3f}", f"{geomean - 1:+.1%}", "", "", "")
     console = make_console()
     console.print(table)
+    for case, statement in comparison.equivalence.items():
+        console.print(f"{escape(case)}: {escape(statement)}", highlight=False)
     for label, runs in (("A", comparison.only_a), ("B", comparison.only_b)):
         if runs:
             console.print(f"only in {label} (no match): " + ", ".join(r.result.run_id for r in runs),

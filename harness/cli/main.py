@@ -39,8 +39,8 @@ def build_app(harness=None) -> typer.Typer:
     The commands are top-level functions of the ``harness.cli`` modules; each reaches the
     invocation's :class:`~harness.cli.state.AppState` through its click context
     (``app_state(ctx)``), which the root context carries as its ``obj``."""
-    from harness.cli import (benchmarks, certify, compare, env, listing, parse, plugins, report,
-                             results, run, slurm, sweep)
+    from harness.cli import (benchmarks, certify, compare, env, equivalence, listing, parse,
+                             plugins, report, results, run, slurm, sweep)
     from harness.cli.helptext import flow_help
     from harness.cli.metavars import ReadableGroup
     from harness.cli.state import AppState
@@ -51,7 +51,7 @@ def build_app(harness=None) -> typer.Typer:
                       pretty_exceptions_enable=False, rich_markup_mode="rich")
     app.callback()(root_callback)
     for module in (run, plugins, results, listing, parse, env, sweep, report, compare, slurm,
-                   certify, benchmarks):
+                   certify, equivalence, benchmarks):
         module.register(app)
     state.harness().hook.register_commands(cli=app)
     flow_help(app)

@@ -56,6 +56,17 @@ class CaseSpec(BaseModel):
         description="Allowed values of string parameters, e.g. {'recompute': ('none', "
                     "'selective', 'full')}; checked when the config is resolved, before launch.",
     )
+    equivalence_settings: dict[str, ParamValue] = Field(
+        default_factory=dict,
+        description="Settings of `harness equivalence` runs on top of the case (applied like "
+                    "--set), where frameworks cannot match otherwise: e.g. dropout 0, because no "
+                    "two frameworks draw the same dropout masks.",
+    )
+    equivalence_notes: tuple[str, ...] = Field(
+        (), description="Differences between the frameworks' implementations of this case that "
+                        "are intentional (e.g. a fused kernel that rounds differently); "
+                        "`harness equivalence` reports them with its verdict.",
+    )
 
 
 class FrameworkSpec(BaseModel):
@@ -67,6 +78,12 @@ class FrameworkSpec(BaseModel):
     description: str = Field("", description="One line about the framework, e.g. how it launches.")
     models: frozenset[str] = Field(description="Model families this framework implements.")
     log_format: str = Field(description="Name of the log format its training scripts print.")
+    equivalence_models: frozenset[str] = Field(
+        frozenset(), description="Model families whose training scripts implement the "
+                                 "`equivalence` section of the resolved config (canonical "
+                                 "initial state, neutral sample order, trace): `harness "
+                                 "equivalence` runs these.",
+    )
 
 
 class VendorSpec(BaseModel):

@@ -72,6 +72,23 @@ class RunSettings(BaseModel):
         return self.micro_batch_size * self.grad_accum_steps * self.world_size
 
 
+class EquivalenceSetting(BaseModel):
+    """What a training script does in a ``harness equivalence`` run (its config's
+    ``equivalence`` section; the framework side is ``harness_cases/shared_scripts/equivalence.py``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    trace: str = Field(description="JSON file the script writes: parameter shapes, per-layer "
+                                    "activation checksums of the first batch, the loss of every "
+                                    "step, step 1's gradient norms.")
+    final_state: str = Field(description="The parameters after the last step (.npz, canonical names).")
+    export_state: str | None = Field(
+        None, description="Write the initial parameters here (.npz, canonical names) before step 1.")
+    initial_state: str | None = Field(
+        None, description="Replace the initial parameters with these (.npz, canonical names) "
+                          "before step 1.")
+
+
 class ResolvedConfig(BaseModel):
     """Everything that determines a run; saved with the result together with its hash."""
 
@@ -103,6 +120,11 @@ class ResolvedConfig(BaseModel):
                     "(changed to fit device memory), suite:<name> (a certification suite's "
                     "setting).",
     )
+    equivalence: EquivalenceSetting | None = Field(
+        None, description="Set by `harness equivalence` only: the script loads or exports the "
+                          "canonical initial state, trains on the neutral sample order and writes "
+                          "a trace for the cross-framework comparison.",
+    )
     code: dict[str, str] | None = Field(
         None,
         description="sha256 digests of the code and files that run this config: 'plugins' (the "
@@ -132,6 +154,8 @@ class ResolvedConfig(BaseModel):
             ),
             "params": self.params,
         }
+        if self.equivalence is not None:  # a check run, not the benchmark's own
+            payload["equivalence"] = True
         if self.code is not None:  # results recorded before code digests keep their hash
             payload["code"] = self.code
         if self.device is not None:  # how the scripts reach the devices changes the run

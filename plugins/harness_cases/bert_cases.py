@@ -51,6 +51,9 @@ def bert_base_seq128() -> CaseSpec:
             "num_samples": 16384, "log_interval": 1,
         },
         smoke=BERT_SMOKE,
+        # No two frameworks draw the same dropout masks: the check compares the computation
+        # without them (the rate itself is one parameter both scripts read).
+        equivalence_settings={"dropout": 0.0},
         immutable=BERT_IMMUTABLE,
         vendor_overridable=BERT_VENDOR_OVERRIDABLE,
     )

@@ -23,6 +23,8 @@ TRAIN_SCRIPTS = {
     "resnet50": SCRIPTS / "train_cnn.py",
     "mobilenet_v1": SCRIPTS / "train_cnn.py",
 }
+#: The models whose scripts implement `harness equivalence`'s config section.
+EQUIVALENCE_MODELS = frozenset({"gpt", "bert"})
 CNN_MODELS = frozenset({"resnet50", "mobilenet_v1"})
 PADDLE_VERSION = "3.3.1"
 # The scripts' own imports besides paddle (numpy comes with paddle); setuptools because
@@ -44,6 +46,7 @@ def register_frameworks(register) -> None:
         name=FRAMEWORK,
         description=f"PaddlePaddle {PADDLE_VERSION} dygraph, paddle.distributed.launch, fleet hybrid",
         models=frozenset(TRAIN_SCRIPTS),
+        equivalence_models=EQUIVALENCE_MODELS,
         log_format="paddlenlp",
     ))
 
@@ -124,6 +127,8 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
                      "--max_restart", "0"]
         argv += script_args
     variables = {**env.env, "PYTHONPATH": scripts_pythonpath(SCRIPTS)}
+    if context.config.equivalence is not None:  # deterministic cuDNN kernels where there are any
+        variables["FLAGS_cudnn_deterministic"] = "1"
     return LaunchSpec(argv=argv, env=variables, nproc=settings.nproc, nnodes=settings.nnodes,
                       log_format="paddleclas" if model in CNN_MODELS else "paddlenlp",
                       description=f"paddle {env.framework_version}",

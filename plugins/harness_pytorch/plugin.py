@@ -21,6 +21,9 @@ TRAIN_SCRIPTS = {
     "mobilenet_v1": SCRIPTS / "train_cnn.py",
 }
 
+#: The models whose scripts implement `harness equivalence`'s config section.
+EQUIVALENCE_MODELS = frozenset({"gpt", "bert"})
+
 
 @hookimpl
 def register_frameworks(register) -> None:
@@ -28,6 +31,7 @@ def register_frameworks(register) -> None:
         name=FRAMEWORK,
         description="PyTorch eager/compile, DDP via torchrun",
         models=frozenset(TRAIN_SCRIPTS),
+        equivalence_models=EQUIVALENCE_MODELS,
         log_format="megatron",
     ))
 

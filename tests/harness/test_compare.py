@@ -223,3 +223,30 @@ def test_geometric_mean_row(two_sets, capsys):
     assert main(["compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out
     assert "geometric mean of 3 pairs" in out and f"{expected:.3f}" in out
+
+
+def test_frameworks_comparison_cites_the_stored_equivalence_check(tmp_path, capsys):
+    from datetime import datetime, timezone
+
+    from harness.equivalence.check import compare_traces
+    from harness.equivalence.result import EquivalenceResult, FrameworkRun, new_check_dir
+    from tests.harness.equivalence.traces import states, trace
+
+    pt = make_result("pt", value=100.0, framework="pytorch")
+    record(tmp_path, pt)
+    record(tmp_path, make_result("pd", value=80.0, framework="paddle"))
+    assert main(["compare", "--frameworks", "pytorch,paddle", "--output", str(tmp_path), "--json"]) == 0
+    assert "no equivalence check of paddle and pytorch" in json.loads(capsys.readouterr().out)["equivalence"][pt.case]
+
+    verdict = compare_traces(trace("pytorch"), trace("paddle", losses=(4.0, 3.5, 3.0 + 3e-6)), states())
+    folder = new_check_dir(tmp_path, pt.case)
+    EquivalenceResult(
+        case=pt.case, model="gpt", frameworks=["pytorch", "paddle"], reference="pytorch", steps=3,
+        vendor="cpu", scale="smoke", checked_at=datetime(2026, 11, 27, tzinfo=timezone.utc),
+        runs=[FrameworkRun(framework=f, status="success") for f in ("pytorch", "paddle")],
+        pairs=[verdict], config_differences=[], intentional=[], folder=str(folder),
+    ).write(folder)
+    assert main(["compare", "--frameworks", "pytorch,paddle", "--output", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert (f"{pt.case}: equivalent workload: checked on 2026-11-27 (pytorch, paddle, smoke scale, "
+            "3 steps fp32), max loss difference 3.00e-06") in " ".join(out.split())

@@ -15,6 +15,35 @@ import paddle.nn.functional as F
 from paddle import nn
 
 
+def CANONICAL_NAMES(num_layers: int) -> dict[str, str]:  # noqa: N802 (a table)
+    """This model's parameter names -> the canonical BERT names of ``harness equivalence``
+    (Hugging Face ``BertForPreTraining``'s, which the PyTorch plugin trains)."""
+    names = {
+        "embeddings.word.weight": "bert.embeddings.word_embeddings.weight",
+        "embeddings.position.weight": "bert.embeddings.position_embeddings.weight",
+        "embeddings.token_type.weight": "bert.embeddings.token_type_embeddings.weight",
+        "pooler.weight": "bert.pooler.dense.weight", "pooler.bias": "bert.pooler.dense.bias",
+        "decoder_bias": "cls.predictions.bias",
+        "nsp.weight": "cls.seq_relationship.weight", "nsp.bias": "cls.seq_relationship.bias",
+    }
+    pairs = {"embeddings.norm": "bert.embeddings.LayerNorm",
+             "transform": "cls.predictions.transform.dense",
+             "transform_norm": "cls.predictions.transform.LayerNorm"}
+    for i in range(num_layers):
+        ours, theirs = f"layers.{i}", f"bert.encoder.layer.{i}"
+        pairs.update({f"{ours}.query": f"{theirs}.attention.self.query",
+                      f"{ours}.key": f"{theirs}.attention.self.key",
+                      f"{ours}.value": f"{theirs}.attention.self.value",
+                      f"{ours}.attn_out": f"{theirs}.attention.output.dense",
+                      f"{ours}.attn_norm": f"{theirs}.attention.output.LayerNorm",
+                      f"{ours}.intermediate": f"{theirs}.intermediate.dense",
+                      f"{ours}.output": f"{theirs}.output.dense",
+                      f"{ours}.out_norm": f"{theirs}.output.LayerNorm"})
+    for ours, theirs in pairs.items():
+        names[f"{ours}.weight"], names[f"{ours}.bias"] = f"{theirs}.weight", f"{theirs}.bias"
+    return names
+
+
 class Embeddings(nn.Layer):
     def __init__(self, c: dict):
         super().__init__()
@@ -80,6 +109,9 @@ class BertForPreTraining(nn.Layer):
                 param.set_value(paddle.zeros_like(param))
             else:
                 param.set_value(paddle.normal(0.0, std, param.shape))
+        # Hugging Face's embedding zeroes the padding token's row (pad_token_id 0) at init.
+        word = self.embeddings.word.weight
+        word.set_value(paddle.concat([paddle.zeros_like(word[:1]), word[1:]]))
 
     def num_parameters(self) -> int:
         return sum(int(p.numel()) for p in self.parameters())

@@ -167,17 +167,22 @@ def finish(rt: Runtime) -> None:
         log("> training finished")
 
 
-def backward_and_step(loss, optimizer, scaler, micro_last: bool):
-    """Backward of one micro-batch; on the last micro-batch an optimizer step."""
+def backward_and_step(loss, optimizer, scaler, micro_last: bool, before_step=None):
+    """Backward of one micro-batch; on the last micro-batch an optimizer step, after
+    ``before_step()`` when given (which sees the step's gradients)."""
     if scaler is not None:
         scaler.scale(loss).backward()
         if micro_last:
+            if before_step is not None:
+                before_step()
             scaler.step(optimizer)
             scaler.update()
             optimizer.clear_grad(set_to_zero=False)
     else:
         loss.backward()
         if micro_last:
+            if before_step is not None:
+                before_step()
             optimizer.step()
             optimizer.clear_grad(set_to_zero=False)
 
@@ -200,6 +205,22 @@ class EndlessBatches:
             self.sampler.set_epoch(epoch)
             for batch in self.sampler:
                 yield [(epoch, index) for index in batch] if self.epoch_keys else batch
+
+
+def equivalence_batches(equivalence, dataset, batch_size: int, seed: int, collate):
+    """``harness equivalence``'s sample order (the same in every framework) as
+    ``ShuffledBatches`` gives batches: ``(epoch, batch_index, collate(samples))``."""
+    per_epoch = len(dataset) // batch_size
+    for count, indices in enumerate(equivalence.batches(len(dataset), batch_size, seed)):
+        epoch, index = divmod(count, per_epoch)
+        yield epoch, index, collate([dataset[int(i)] for i in indices])
+
+
+def stack_samples(samples) -> list:
+    """Samples (tuples of numpy arrays) stacked field by field into paddle tensors."""
+    import numpy as np
+
+    return [paddle.to_tensor(np.stack(field)) for field in zip(*samples)]
 
 
 class ShuffledBatches:

@@ -14,12 +14,15 @@ import sys
 import paddle
 
 from bert_hdf5 import BertSamples
-from bert_model import BertForPreTraining
+from bert_model import CANONICAL_NAMES, BertForPreTraining
+from equivalence import Equivalence
+import paddle_equivalence
 from lr_schedule import lr_at
 from model_flops import bert_training_flops_per_sequence
 from readback import print_readback
-from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step, finish, log,
-                           memory_fields, shuffled_batches, start_training)
+from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step,
+                           equivalence_batches, finish, log, memory_fields, shuffled_batches,
+                           stack_samples, start_training)
 
 
 class HDF5Dataset(paddle.io.Dataset):
@@ -40,6 +43,11 @@ def main() -> int:
     autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "auto"))
     model = BertForPreTraining(p, recompute=bool(p.get("recompute")))
     n_params = model.num_parameters()
+    # harness equivalence: the canonical initial state (Hugging Face's names) exported or loaded
+    equivalence = Equivalence.from_config(args.config, "paddle", paddle.__version__)
+    names = CANONICAL_NAMES(p["num_layers"])
+    if equivalence is not None:
+        paddle_equivalence.start(equivalence, model, s["micro_batch_size"] * p["max_predictions"], names)
     decay = [q.name for q in model.parameters() if len(q.shape) >= 2]
     optimizer = paddle.optimizer.AdamW(
         learning_rate=p["learning_rate"], beta1=p["adam_beta1"], beta2=p["adam_beta2"], epsilon=1e-6,
@@ -54,7 +62,16 @@ def main() -> int:
     if dataset.samples.seq_len != p["seq_len"]:
         log(f"error: {args.data} holds sequences of {dataset.samples.seq_len}, the case wants {p['seq_len']}")
         return 2
-    data = shuffled_batches(rt, dataset, mbs, workers=2)
+    if equivalence is None:
+        data = shuffled_batches(rt, dataset, mbs, workers=2)
+    else:  # the neutral sample order every framework trains on
+        data = equivalence_batches(equivalence, dataset, mbs, s["seed"], stack_samples)
+        _, _, first = next(equivalence_batches(equivalence, dataset, mbs, s["seed"], stack_samples))
+        model.train()
+        paddle_equivalence.record_activations(
+            equivalence, [("bert.embeddings", model.embeddings),
+                          *((f"bert.encoder.layer.{i}", layer) for i, layer in enumerate(model.layers))],
+            lambda: model(*first))
     max_steps = s["max_steps"]
     if rt.rank == 0:
         flops = bert_training_flops_per_sequence(p["num_layers"], p["hidden_size"],
@@ -88,9 +105,15 @@ def main() -> int:
             last = micro == accum - 1
             with rt.no_sync(model, last), autocast():
                 loss = model(*batch) / accum
-            backward_and_step(loss, optimizer, scaler, last)
+            record_gradients = None
+            if equivalence is not None and step == 1:
+                def record_gradients():
+                    equivalence.gradients(paddle_equivalence.grad_arrays(model, names))
+            backward_and_step(loss, optimizer, scaler, last, before_step=record_gradients)
             step_loss += float(loss.item())
         meter.loss += step_loss
+        if equivalence is not None:
+            equivalence.step(step, step_loss)
         n = meter.end_step(step)
         if n:
             avg_loss = meter.mean_loss(n, step)
@@ -101,6 +124,8 @@ def main() -> int:
                     f"avg_samples: {mbs * accum:.5f}, ips: {mbs * accum / avg_batch:.5f} sequences/sec, "
                     f"learning rate: {lr:.5e}" + memory_fields(rt.device))
             meter.reset()
+    if equivalence is not None:
+        equivalence.finish(paddle_equivalence.state_arrays(model, names))
     finish(rt)
     return 0
 

@@ -18,8 +18,11 @@ from gpt_model import GPT
 from gpt_windows import GPTWindows
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
-from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step, finish, log,
-                           memory_fields, shuffled_batches, start_training)
+from equivalence import Equivalence
+import paddle_equivalence
+from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step,
+                           equivalence_batches, finish, log, memory_fields, shuffled_batches,
+                           stack_samples, start_training)
 from paddle_parallel import setup_hybrid, shard_optimizer
 from readback import print_readback
 
@@ -47,6 +50,10 @@ def main() -> int:
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
                 recompute=p["recompute"], tensor_parallel=layout.get("tensor_parallel_degree", 1))
     n_params = model.num_parameters()
+    # harness equivalence: the canonical initial state exported or loaded, before anything else
+    equivalence = Equivalence.from_config(args.config, "paddle", paddle.__version__)
+    if equivalence is not None:
+        paddle_equivalence.start(equivalence, model, s["micro_batch_size"] * p["seq_len"])
     if rt.rank == 0:  # what was built and will run, before step 1: harness checks it
         print_readback(
             model="gpt", parameters=n_params, num_layers=len(model.blocks),
@@ -75,7 +82,17 @@ def main() -> int:
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * rt.data_parallel_world()
     dataset = WindowDataset(GPTWindows(args.data, p["seq_len"], s["seed"], p["vocab_size"]))
-    data = shuffled_batches(rt, dataset, mbs, workers=2)
+    if equivalence is None:
+        data = shuffled_batches(rt, dataset, mbs, workers=2)
+    else:  # the neutral sample order every framework trains on
+        data = equivalence_batches(equivalence, dataset, mbs, s["seed"], stack_samples)
+        _, _, (inputs, targets) = next(equivalence_batches(equivalence, dataset, mbs, s["seed"],
+                                                           stack_samples))
+        paddle_equivalence.record_activations(
+            equivalence, [("embeddings", model.drop),
+                          *((f"blocks.{i}", block) for i, block in enumerate(model.blocks)),
+                          ("ln_f", model.ln_f)],
+            lambda: model(inputs, targets))
     decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
     if rt.rank == 0:
         log(f"> GPT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
@@ -98,9 +115,15 @@ def main() -> int:
             last = micro == accum - 1
             with rt.no_sync(model, last), autocast():
                 loss = model(inputs, targets) / accum
-            backward_and_step(loss, optimizer, scaler, last)
+            record_gradients = None
+            if equivalence is not None and step == 1:
+                def record_gradients():
+                    equivalence.gradients(paddle_equivalence.grad_arrays(model))
+            backward_and_step(loss, optimizer, scaler, last, before_step=record_gradients)
             step_loss += float(loss.item())  # also waits for the device before timing
         meter.loss += step_loss
+        if equivalence is not None:
+            equivalence.step(step, step_loss)
         n = meter.end_step(step)
         if n:
             avg_loss = meter.mean_loss(n, step)
@@ -113,6 +136,8 @@ def main() -> int:
                     f"ips: {tokens / avg_batch / rt.world:.2f} tokens/s, learning rate: {lr:.5e}"
                     + memory_fields(rt.device))
             meter.reset()
+    if equivalence is not None:
+        equivalence.finish(paddle_equivalence.state_arrays(model))
     finish(rt)
     return 0
 

@@ -25,6 +25,8 @@ from torch.utils.data import DataLoader, Dataset, DistributedSampler
 
 from bert_hdf5 import BertSamples
 from dll import dll
+from equivalence import Equivalence
+import torch_equivalence
 from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
@@ -92,7 +94,12 @@ def main() -> int:
     s, p, runtime = start_training(args.config)
     device, world, rank = runtime.device, runtime.world, runtime.rank
     precision = s["precision"]
-    model = build_model(p).to(device)
+    model = build_model(p)
+    # harness equivalence: the canonical initial state (Hugging Face's names) exported or loaded
+    equivalence = Equivalence.from_config(args.config, "pytorch", torch.__version__)
+    if equivalence is not None:
+        torch_equivalence.start(equivalence, model, s["micro_batch_size"] * p["max_predictions"])
+    model = model.to(device)
     if p.get("recompute"):
         model.gradient_checkpointing_enable()
     n_params = sum(q.numel() for q in model.parameters())
@@ -152,6 +159,20 @@ def main() -> int:
                 yield epoch, batch
             epoch += 1
 
+    if equivalence is not None:  # the neutral sample order every framework trains on
+        def batches():
+            per_epoch = len(dataset) // mbs
+            for count, indices in enumerate(equivalence.batches(len(dataset), mbs, s["seed"])):
+                samples = [dataset[int(i)] for i in indices]
+                yield count // per_epoch, [torch.stack(field) for field in zip(*samples)]
+
+        model.train()
+        _, first = next(batches())
+        torch_equivalence.record_activations(
+            equivalence, [("bert.embeddings", model.bert.embeddings),
+                          *((f"bert.encoder.layer.{i}", layer)
+                            for i, layer in enumerate(model.bert.encoder.layer))],
+            lambda: step_loss_module(*[t.to(device) for t in first]))
     data = batches()
     model.train()
     average_loss = 0.0
@@ -177,8 +198,12 @@ def main() -> int:
                 loss = step_loss_module(*batch) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
+        if equivalence is not None and step == 1:
+            equivalence.gradients(torch_equivalence.grad_arrays(model))
         optimizer_step(optimizer, scaler, model.parameters(), p["grad_clip"])
         value = mean_over_ranks(step_loss, world)  # waits for the step to finish
+        if equivalence is not None:
+            equivalence.step(step, value)
         profiler.end(step)
         if not math.isfinite(value):
             log(f"error: non-finite loss {value} at step {step}")
@@ -195,6 +220,8 @@ def main() -> int:
         dll("", [("e2e_train_time", f"{end - e2e_start:.3f}", "s"),
                  ("training_sequences_per_second", f"{global_batch * measured / raw:.2f}", "sequences/s"),
                  ("final_loss", f"{value:.5f}", "None"), ("raw_train_time", f"{raw:.3f}", "s")])
+    if equivalence is not None:
+        equivalence.finish(torch_equivalence.state_arrays(model))
     finish_training(runtime)
     return 0
 

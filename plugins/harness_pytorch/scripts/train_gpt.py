@@ -24,6 +24,8 @@ from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
 from readback import print_readback
 from step_profile import StepProfiler
+from equivalence import Equivalence
+import torch_equivalence
 
 # fp8 runs the block matrix products in float8 (fp8_training.py) and the rest in bf16 autocast.
 DTYPES = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16, "fp8": torch.bfloat16}
@@ -131,6 +133,10 @@ def main() -> int:
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
                 recompute=p["recompute"])
     n_params = model.num_parameters()
+    # harness equivalence: the canonical initial state exported or loaded, before anything else
+    equivalence = Equivalence.from_config(args.config, "pytorch", torch.__version__)
+    if equivalence is not None:
+        torch_equivalence.start(equivalence, model, s["micro_batch_size"] * p["seq_len"])
     if rank == 0:  # what was built and will run, before step 1: harness checks it
         print_readback(
             parameters=n_params, num_layers=len(model.blocks), hidden_size=model.wte.embedding_dim,
@@ -212,6 +218,18 @@ def main() -> int:
             yield from loader
             epoch += 1
 
+    if equivalence is not None:  # the neutral sample order every framework trains on
+        def batches():
+            for indices in equivalence.batches(len(dataset), mbs, s["seed"]):
+                samples = [dataset[int(i)] for i in indices]
+                yield torch.stack([x for x, _ in samples]), torch.stack([y for _, y in samples])
+
+        inputs, targets = next(batches())
+        torch_equivalence.record_activations(
+            equivalence, [("embeddings", model.drop),
+                          *((f"blocks.{i}", block) for i, block in enumerate(model.blocks)),
+                          ("ln_f", model.ln_f)],
+            lambda: model(inputs.to(device), targets.to(device)))
     data = batches()
     autocast = (torch.autocast(device.type, dtype=DTYPES[precision])
                 if precision != "fp32" else nullcontext())
@@ -256,6 +274,8 @@ def main() -> int:
                 loss = train_model(inputs, targets) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
+        if equivalence is not None and step == 1:
+            equivalence.gradients(torch_equivalence.grad_arrays(model))
         scale_before = scaler.get_scale() if scaler.is_enabled() else 1.0
         if flat_optimizer is not None:
             host_start = time.perf_counter()
@@ -275,6 +295,8 @@ def main() -> int:
         if not math.isfinite(value):
             nan_iters += 1  # iterations, as Megatron-LM counts them (not logged intervals)
         interval_loss += value
+        if equivalence is not None:
+            equivalence.step(step, value)
         profiler.end(step)
         if step % interval == 0 or step == max_steps:
             if world > 1:
@@ -297,6 +319,8 @@ def main() -> int:
             interval_loss = 0.0
             interval_start = time.perf_counter()
     attention.__exit__(None, None, None)
+    if equivalence is not None:
+        equivalence.finish(torch_equivalence.state_arrays(model))
     finish_training(runtime, f"[Rank 0] (after {max_steps} iterations) ")
     return 0 if nan_iters == 0 else 1
 

@@ -1,0 +1,98 @@
+"""Tolerances of the equivalence check, derived from fp32 rounding.
+
+Two correct fp32 implementations of the same computation differ only in rounding: they add
+the same products in a different order (another blocking of the matrix product, another
+reduction tree). The derivation:
+
+1. One fp32 operation rounds with a relative error of at most the unit roundoff
+   ``u = 2**-24`` (about 6.0e-8).
+2. A sum of ``k`` products computed in two orders differs, relative to its size, by about
+   ``sqrt(k) * u``: the rounding errors are independent and of either sign, so they grow
+   like a random walk (the probabilistic error analysis of Higham and Mary, SIAM J. Sci.
+   Comput. 41(5), 2019; the worst case ``k * u`` is far too loose to catch anything).
+3. Through a network the relative errors of successive layers add (to first order), so a
+   layer's output differs by ``u * S`` relative, where ``S`` sums ``sqrt(k)`` over the
+   reductions up to it: each weight tensor's fan-in (a dense layer's input width, a
+   convolution's ``in * kh * kw``, the tied output layer's width), plus one for the layer's
+   own rounding. A checksum names its layer by the canonical prefix of the layer's weights
+   (``blocks.0``), so the weights up to a layer are those of its prefix and of the layers
+   before it; the loss adds the rest and ``sqrt(N)`` for its mean over ``N`` terms. ``S``
+   comes from the canonical parameter shapes: no knowledge of the architecture is needed.
+4. Step 1's gradients take a backward pass as well (two products per weight, each of the
+   same kind): ``2 * u * S`` on top of the forward pass's, ``3 * u * S`` in all.
+5. Each optimizer step applies an update computed from such gradients, so after ``t`` steps
+   the weights carry ``t`` such perturbations; to first order they add, and the loss of step
+   ``t`` differs by ``u * S * (1 + 3 * (t - 1))`` relative. The final weights are compared as
+   a whole: the norm of their difference relative to the norm of what training changed
+   (``final - initial``), against the last step's tolerance.
+
+The tolerances are these estimates (``LAMBDA`` = 1: the typical size of the random walk,
+not a bound). Measured on the smoke GPT (PyTorch against Paddle, CPU) the differences are
+2 to 20 times below them; a real difference of the workload lies above: Paddle's GeLU
+switched from tanh to erf changes the first block's output by 8e-6 relative against a
+tolerance of 3.4e-6 there, and the final weights by 1.2e-3 of the update against 1.4e-4.
+
+Adam divides each update by the root of its second moment: a gradient element that is zero
+but for rounding (the attention's key bias, whose gradient cancels exactly) takes an update
+of either sign, which first-order growth does not cover. That is why the final weights are
+judged as a whole, and the tensor that differs most is reported, not judged.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, Field
+
+#: fp32 unit roundoff.
+UNIT_ROUNDOFF = 2.0 ** -24
+#: The constant of the probabilistic bound: the tolerances are this many times the estimate.
+LAMBDA = 1.0
+
+
+class Tolerance(BaseModel):
+    """The tolerances of one case, from its canonical parameter shapes and the loss's terms."""
+
+    unit_roundoff: float = UNIT_ROUNDOFF
+    safety: float = LAMBDA
+    path_sum: float = Field(description="S: the sum of sqrt(k) over the reductions of a forward pass")
+    forward: float = Field(description="relative tolerance of the first batch's activations and step 1's loss")
+    gradient: float = Field(description="relative tolerance of step 1's gradient norms")
+    layers: dict[str, float] = Field(default_factory=dict,
+                                     description="relative tolerance of each layer's output")
+    formula: str = "LAMBDA * u * S * (1 + 3 * (t - 1)) relative, at step t"
+
+    def loss(self, step: int) -> float:
+        """Relative tolerance of the loss of ``step`` (1-based)."""
+        return self.forward * (1 + 3 * (step - 1))
+
+
+def _fan_in_roots(shapes: dict[str, list[int]], buffers: list[str]) -> dict[str, float]:
+    """``sqrt(fan-in)`` of every weight tensor of two or more dimensions (its first
+    dimension is the output's)."""
+    return {name: math.sqrt(math.prod(shape[1:])) for name, shape in shapes.items()
+            if name not in buffers and len(shape) >= 2}
+
+
+def path_sum(shapes: dict[str, list[int]], buffers: list[str], loss_terms: int) -> float:
+    """``S`` of the whole forward pass and its loss."""
+    return sum(_fan_in_roots(shapes, buffers).values()) + math.sqrt(max(loss_terms, 1))
+
+
+def tolerance_for(shapes: dict[str, list[int]], buffers: list[str], loss_terms: int,
+                  layers: list[str] = ()) -> Tolerance:
+    """The tolerances of a model of these canonical shapes whose first batch's checksums are
+    of ``layers`` (in data-flow order)."""
+    s = path_sum(shapes, buffers, loss_terms)
+    forward = LAMBDA * UNIT_ROUNDOFF * s
+    roots = _fan_in_roots(shapes, buffers)
+    per_layer, counted, cumulative = {}, set(), 0.0
+    for layer in layers:
+        if layer == "loss":
+            per_layer[layer] = forward
+            continue
+        mine = {n for n in roots if n.startswith(layer + ".") and n not in counted}
+        counted |= mine
+        cumulative += sum(roots[n] for n in mine)
+        per_layer[layer] = LAMBDA * UNIT_ROUNDOFF * (1.0 + cumulative)
+    return Tolerance(path_sum=s, forward=forward, gradient=3 * forward, layers=per_layer)

@@ -1,0 +1,157 @@
+"""The training scripts' side of ``harness equivalence`` (numpy and the standard library only).
+
+When the resolved config carries an ``equivalence`` section, a training script:
+
+1. reports its parameters under their canonical names (see below) and, when asked, writes them
+   to ``export_state`` (``.npz``) or replaces them with those of ``initial_state`` before step 1;
+2. runs the forward pass of the first batch once before training and records a checksum of
+   each layer's output (``activation``), the layers in the order the data flows;
+3. trains on the batches of ``batches`` (one seeded order of sample indices, the same in
+   every framework) and records the loss of every step, the gradient norms of step 1 (before
+   clipping) and, at the end, its final parameters (``final_state``).
+
+Everything it records goes to the JSON ``trace`` file, which harness compares across
+frameworks (``harness.equivalence``).
+
+Canonical names: each model family has one naming, the harness's own models' module paths
+(e.g. GPT's ``blocks.0.attn.qkv.weight``), and one layout: a dense layer's weight is
+``[out_features, in_features]``, a convolution's ``[out, in, kh, kw]``, an embedding's
+``[rows, width]``; a framework whose layer stores a weight otherwise transposes it on the way
+in and out. Tied weights appear once (under the embedding's name). A framework's mapping to
+and from these names lives with its training scripts; ``docs/equivalence.md`` lists them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Iterator
+
+import numpy as np
+
+#: Trace format version; harness refuses a trace of another version.
+TRACE_VERSION = 1
+
+
+def _probe(size: int) -> np.ndarray:
+    """A fixed, dense weighting of a flattened tensor's elements, the same in every
+    environment (no random generator whose stream could differ between numpy versions)."""
+    return np.cos(np.arange(size, dtype=np.float64) * 0.7548776662466927)
+
+
+def checksum(array) -> dict:
+    """Statistics of one tensor that change when any element changes: mean, mean absolute
+    value, root mean square and a fixed weighted sum (``probe``) of the elements in order."""
+    values = np.asarray(array, dtype=np.float64).ravel()
+    n = max(values.size, 1)
+    return {"shape": list(np.shape(array)), "mean": float(values.sum() / n),
+            "abs_mean": float(np.abs(values).sum() / n),
+            "rms": float(math.sqrt(float((values * values).sum()) / n)),
+            "probe": float(values @ _probe(values.size) / math.sqrt(n))}
+
+
+def _moments(array) -> dict:
+    values = np.asarray(array, dtype=np.float64).ravel()
+    return {"mean": float(values.mean()) if values.size else 0.0,
+            "std": float(values.std()) if values.size else 0.0}
+
+
+def read_setting(config_path: str) -> dict | None:
+    """The resolved config's ``equivalence`` section, or None for an ordinary run."""
+    with open(config_path, encoding="utf-8") as handle:
+        return json.load(handle).get("equivalence")
+
+
+class Equivalence:
+    """One framework's record of an equivalence run; see the module docstring."""
+
+    def __init__(self, setting: dict, framework: str, framework_version: str):
+        self.setting = setting
+        self.trace: dict = {
+            "version": TRACE_VERSION, "framework": framework, "framework_version": framework_version,
+            "parameters": {}, "init": {}, "buffers": [], "loss_terms": 1, "activations": [], "losses": [], "grad_norm_step1": None,
+            "grad_norms_step1": {}, "notes": [],
+        }
+
+    @classmethod
+    def from_config(cls, config_path: str, framework: str, framework_version: str
+                    ) -> "Equivalence | None":
+        setting = read_setting(config_path)
+        return None if setting is None else cls(setting, framework, framework_version)
+
+    def note(self, text: str) -> None:
+        """Something the framework does differently that the comparison should show."""
+        self.trace["notes"].append(text)
+
+    def start(self, parameters: dict[str, np.ndarray], buffers=(), loss_terms: int = 1
+              ) -> dict[str, np.ndarray] | None:
+        """Record the model's canonical state (``buffers`` names the entries that are not
+        trained, e.g. BatchNorm's running statistics) and how many terms a step's loss
+        averages (``loss_terms``: tokens, predictions or images); write the state when
+        ``export_state`` asks;
+        return the arrays of ``initial_state`` to load in its place (names and shapes
+        checked), or None to train from the framework's own initialisation."""
+        self.trace["parameters"] = {name: list(np.shape(a)) for name, a in parameters.items()}
+        # The framework's own initialisation, before any state replaces it: ordinary runs
+        # train from it, so its distribution is compared too.
+        self.trace["init"] = {name: _moments(a) for name, a in parameters.items()}
+        self.trace["buffers"] = sorted(buffers)
+        self.trace["loss_terms"] = int(loss_terms)
+        if self.setting.get("export_state"):
+            _save(self.setting["export_state"], parameters)
+        path = self.setting.get("initial_state")
+        if not path:
+            return None
+        with np.load(path) as loaded:
+            state = {name: loaded[name] for name in loaded.files}
+        missing = sorted(set(parameters) - set(state))
+        extra = sorted(set(state) - set(parameters))
+        wrong = sorted(n for n in parameters if n in state
+                       and tuple(np.shape(state[n])) != tuple(np.shape(parameters[n])))
+        if missing or extra or wrong:
+            raise SystemExit(
+                f"error: the initial state {path} does not fit this model: missing {missing[:5]}, "
+                f"unknown {extra[:5]}, other shape {wrong[:5]}")
+        return {name: state[name].astype(np.float32) for name in parameters}
+
+    def batches(self, num_samples: int, batch_size: int, seed: int) -> Iterator[np.ndarray]:
+        """Sample indices of each batch: every epoch a permutation of the dataset from one
+        seeded generator, cut into whole batches, the same in every framework."""
+        if num_samples < batch_size:
+            raise SystemExit(f"error: {num_samples} samples make no batch of {batch_size}")
+        generator = np.random.RandomState(seed)  # MT19937: one stream in every numpy version
+        while True:
+            order = generator.permutation(num_samples)
+            for start in range(0, num_samples - batch_size + 1, batch_size):
+                yield order[start:start + batch_size]
+
+    def activation(self, name: str, array) -> None:
+        self.trace["activations"].append({"name": name, **checksum(array)})
+
+    def gradients(self, grads: dict[str, np.ndarray]) -> None:
+        """Step 1's gradients (canonical names, before clipping): each one's norm and the
+        global norm, in float64."""
+        squares = {name: float((np.asarray(g, dtype=np.float64) ** 2).sum()) for name, g in grads.items()}
+        self.trace["grad_norms_step1"] = {name: math.sqrt(s) for name, s in squares.items()}
+        self.trace["grad_norm_step1"] = math.sqrt(sum(squares.values()))
+
+    def step(self, step: int, loss: float) -> None:
+        if step != len(self.trace["losses"]) + 1:
+            raise ValueError(f"equivalence: step {step} recorded out of order")
+        self.trace["losses"].append(float(loss))
+
+    def finish(self, parameters: dict[str, np.ndarray]) -> None:
+        """Write the final parameters and the trace (the trace last: its presence says the
+        run finished)."""
+        _save(self.setting["final_state"], parameters)
+        tmp = self.setting["trace"] + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as handle:
+            json.dump(self.trace, handle, indent=1)
+        os.replace(tmp, self.setting["trace"])
+
+
+def _save(path: str, arrays: dict[str, np.ndarray]) -> None:
+    tmp = path + ".tmp.npz"
+    np.savez(tmp, **{name: np.asarray(a, dtype=np.float32) for name, a in arrays.items()})
+    os.replace(tmp, path)
