@@ -51,16 +51,35 @@ def test_published_figures_are_reproduced(entry):
     code, document = parse_json(entry)
     result = document["result"]
     assert result["config"]["params"]["log_format"] == entry["format"]
-    assert result["throughput"]["value"] == pytest.approx(entry["published_value"],
-                                                          rel=tolerance(entry["match"]))
+    throughput = result["throughput"]
+    assert throughput["value"] == pytest.approx(entry["published_value"], rel=tolerance(entry["match"]))
+    assert throughput["unit"] == entry["unit"]
     if "framework_field" in entry:
-        assert result["throughput"]["field"] == entry["framework_field"]
+        assert throughput["field"] == entry["framework_field"]
+    if "records_used" in entry:
+        assert throughput["records_used"] == entry["records_used"]
+    if "samples_from" in entry:
+        assert entry["samples_from"] in throughput["samples_from"]
+    if "other_value" in entry:  # the figure shown beside the default one
+        assert throughput["other"]["value"] == pytest.approx(entry["other_value"], rel=1e-3)
     if "status" in entry:
         assert code == 0 and result["status"] == entry["status"]
         assert not any("truncated" in warning for warning in result["warnings"])
     if "time_to_train_min" in entry:
         assert result["time_to_train_min"] == pytest.approx(
             entry["time_to_train_min"], rel=tolerance(entry["time_to_train_match"]))
+
+
+def test_every_entry_names_its_source_and_figure():
+    for entry in ENTRIES:
+        assert entry["source_repo"] and len(entry["source_commit"]) == 40 and entry["source_path"]
+        assert entry["published_in"] and entry["unit"].endswith("/s")
+
+
+def test_corpus_covers_each_parsing_class():
+    """Issue classes 1-5 (samples trained, warm-up units, the framework's figure, LLM units,
+    layouts) each have real logs of their own."""
+    assert {e["issue_class"] for e in ENTRIES if "issue_class" in e} >= {1, 2, 3, 4, 5}
 
 
 def test_corpus_spans_several_mlperf_submitters():
