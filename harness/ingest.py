@@ -23,7 +23,7 @@ from harness.logparse.methods import (
 )
 from harness.logparse.summary import StreamedLog, stream_log
 from harness.models import BenchmarkResult, CaseSpec, LegacyIndex, ResolvedConfig, RunSettings
-from harness.models.result import EnvironmentFingerprint
+from harness.models.result import EnvironmentFingerprint, OtherFigure
 from harness.registry import Registry
 from harness.result_builder import FinalResult, build_result, log_peak_memory, log_verdict
 from harness.results_io import atomic_write_text, legacy_file_name, legacy_index
@@ -165,16 +165,23 @@ def _parse_readable(registry: Registry, request: ParseRequest, path: Path) -> Pa
 
     skip_used = 0
     agg: Aggregate | None = None
+    other: Aggregate | None = None
+    options = MethodOptions(skip=request.skip, trim=request.trim, skip_records=request.skip_records)
+    if request.method is None and parsed.meta.get("framework_figure_is_default") \
+            and parsed.framework_reported is not None:
+        # The log prints the framework's own training-phase figure, the one its author publishes.
+        method = "framework"
     if summary.count or parsed.framework_reported is not None:
         try:
-            agg = aggregate(method, parsed, summary, MethodOptions(
-                skip=request.skip, trim=request.trim, skip_records=request.skip_records))
+            agg = aggregate(method, parsed, summary, options)
             skip_used = agg.skipped
         except UserInputError:
             if summary.count == 0 and parsed.errors:
                 agg = None  # a crashed run: report the failure, not the missing number
             else:
                 raise
+    if agg is not None:
+        other = _other_figure(method, parsed, summary, options)
     status, reason = log_verdict("success", None, streamed, has_value=agg is not None)
 
     unit = parsed.unit or fmt.unit or "samples/s"
@@ -213,6 +220,7 @@ def _parse_readable(registry: Registry, request: ParseRequest, path: Path) -> Pa
     batch = int(batch) if batch else 0
     precision = str(facts["precision"].value)
     warnings = list(agg.warnings) if agg is not None else []
+    warnings += parsed.meta.get("warnings") or []
     # A format with an end-of-run marker knows the run finished when it saw the marker, even
     # if the file lacks a final newline (Google's MLPerf v0.6 logs end that way).
     has_end_marker = bool(parsed.meta.get("end_marker"))
@@ -254,7 +262,11 @@ def _parse_readable(registry: Registry, request: ParseRequest, path: Path) -> Pa
     if result.throughput is not None and agg is not None:
         result.throughput = result.throughput.model_copy(update={
             "records_used": agg.used, "first_step_used": agg.first_step, "last_step_used": agg.last_step,
-            "field": agg.field, "scope": scope})
+            "field": agg.field, "scope": scope,
+            "samples_from": None if agg.method == "framework" else parsed.meta.get("samples_from"),
+            "other": None if other is None else OtherFigure(
+                value=other.value * (gpus if is_per_device(parsed, other.method) else 1),
+                method=f"{other.method}: {other.description}", field=other.field)})
     if result.log_summary is not None:
         meta = dict(result.log_summary.meta)
         if "seq_len" in facts:
@@ -268,6 +280,23 @@ def _parse_readable(registry: Registry, request: ParseRequest, path: Path) -> Pa
     legacy = legacy_index(result, case, log_file=str(path))
     return ParseOutcome(result=result, legacy=legacy, case=case, format=fmt.name, aggregate=agg,
                         streamed=streamed, notes=notes)
+
+
+def _other_figure(method: str, parsed, summary, options: MethodOptions) -> Aggregate | None:
+    """The figure beside the reported one: the framework's printed figure beside harness's
+    records, or harness's beside the framework's; None where the log offers only one."""
+    if method == "framework":
+        if not summary.count:
+            return None
+        other_method = "harness"
+    elif parsed.framework_reported is not None:
+        other_method = "framework"
+    else:
+        return None
+    try:
+        return aggregate(other_method, parsed, summary, options)
+    except UserInputError:
+        return None
 
 
 def ingest(outcome: ParseOutcome, output: Path) -> tuple[bool, Path]:

@@ -207,6 +207,11 @@ def _print_outcome(outcome, ingest_message: str | None) -> None:
             lines.append(f"  field {t.field} (the figure the framework printed)")
         if t.records_used is not None and t.first_step_used is not None:
             lines.append(f"  records used: {t.records_used}, iterations {t.first_step_used}..{t.last_step_used}")
+        if t.samples_from:
+            lines.append(f"  samples from: {t.samples_from}")
+        if t.other is not None:
+            printed = f", field {t.other.field}" if t.other.field else ""
+            lines.append(f"  beside it: {t.other.value:,.3f} {t.unit} by {t.other.method}{printed}")
     agg = outcome.aggregate
     if agg is not None and agg.median is not None:
         lines.append(f"  spread of the records used: median {agg.median:,.3f}  p5 {agg.p5:,.3f}  "

@@ -52,6 +52,7 @@ import re
 from typing import Any
 
 from harness.logformat import LogFormat
+from harness.logformats import mlperf_rules
 from harness.logparse.recorder import RecordingParser
 from harness.models import StepRecord
 
@@ -61,6 +62,10 @@ _LEGACY_LINE = re.compile(r":::MLL ([\d.]+) (\w+): (\{.*\})")
 _FRAMEWORK_FIGURE = re.compile(
     r"['\"]?(training_sequences_per_second|training_samples_per_second|samples_per_second|"
     r"throughput|avg_exp_per_second)['\"]?\s*[:=]\s*([\d.]+(?:[eE][-+]?\d+)?)")
+#: Printed figures that measure the training phase alone (NVIDIA's run_pretraining.py prints
+#: training_sequences_per_second over the training steps, evaluation excluded): the figure
+#: the log's author publishes, so the default.
+TRAINING_PHASE_FIELDS = ("training_sequences_per_second",)
 _AVERAGE_SPEED = re.compile(r"Average speed ([\d.]+(?:[eE][-+]?\d+)?) records/s")
 
 
@@ -82,6 +87,9 @@ class MLLogParser(RecordingParser):
         self._epochs: list[tuple[float, float, dict]] = []  # (start_ms, stop_ms, metadata)
         self._blocks: list[tuple[float, float, dict]] = []
         self._global_batch: int | None = None
+        self._seq_len: int | None = None
+        self._reached: dict[str, float] = {}  # samples the run reached, by where the log says so
+        self._claimed = 0.0  # samples the timed records say were trained
 
     def _legacy_entry(self, line: str) -> dict | None:
         """A v0.6 ``:::MLL <seconds> <key>: {json}`` line as an MLLOG entry."""
@@ -107,6 +115,8 @@ class MLLogParser(RecordingParser):
                 if match:
                     self.framework_reported = float(match.group(2))
                     self.meta["framework_field"] = match.group(1)
+                    if match.group(1) in TRAINING_PHASE_FIELDS:
+                        self.meta["framework_figure_is_default"] = True
             elif "Average speed" in line:
                 match = _AVERAGE_SPEED.search(line)
                 if match:
@@ -128,6 +138,8 @@ class MLLogParser(RecordingParser):
         if key == "global_batch_size" and number:
             self._global_batch = int(value)
             self.meta["global_batch_size"] = int(value)
+        elif key == "max_sequence_length" and number:
+            self._seq_len = int(value)
         elif key == "num_train_examples" and number:
             self._samples_per_epoch = float(value)  # Google v0.6: the dataset, after run_start
         elif key == "train_samples" and number:
@@ -152,6 +164,9 @@ class MLLogParser(RecordingParser):
                 self._run_stop = float(time_ms)
             if status not in (None, "success"):
                 self.error(f"MLPerf run_stop status: {status}")
+            self._note_reached("run_stop", metadata)
+        elif key in ("eval_accuracy", "eval_start", "eval_stop"):
+            self._note_reached("the last eval", metadata)
         elif key in ("tracked_stats", "throughput"):
             return self._tracked_stats(value, metadata)
         elif key in ("epoch_start", "block_start") and isinstance(time_ms, (int, float)):
@@ -161,8 +176,15 @@ class MLLogParser(RecordingParser):
             opened = self._open.pop(self._interval_key(kind, metadata), None)
             if opened is None:  # a stop naming no epoch closes the last interval of its kind
                 opened = self._pop_last(kind)
+            if opened is None and kind == "block" and self._blocks:
+                # MosaicML's BERT opens one block and closes it again and again: each stop
+                # ends the span that began at the previous stop.
+                previous = self._blocks[-1]
+                opened = (previous[1], {"first_epoch_num": previous[2].get("_position")})
             if opened is not None and time_ms > opened[0]:
-                merged = {**opened[1], **metadata}  # epoch_count on either record
+                metadata = {**metadata, "_position": metadata.get("first_epoch_num")}
+                merged = {**opened[1], **metadata,  # epoch_count on either record
+                          "_start": opened[1], "_stop": metadata}
                 (self._epochs if kind == "epoch" else self._blocks).append((opened[0], float(time_ms), merged))
         return None
 
@@ -175,6 +197,45 @@ class MLLogParser(RecordingParser):
     def _pop_last(self, kind: str) -> tuple[float, dict] | None:
         keys = [k for k in self._open if k[0] == kind]
         return self._open.pop(keys[-1]) if keys else None
+
+    # ------------------------------------------------------------------ what the run trained
+
+    def _progress_unit(self) -> str | None:
+        return mlperf_rules.progress_unit(self.meta.get("benchmark"))
+
+    def _note_reached(self, where: str, metadata: dict) -> None:
+        """The samples the run had trained at a run_stop or evaluation, where the record says."""
+        count = metadata.get("samples_count")
+        if not isinstance(count, (int, float)) and self._progress_unit() in (
+                mlperf_rules.SAMPLES, mlperf_rules.TOKENS):
+            count = metadata.get("epoch_num")  # these benchmarks number epochs in samples/tokens
+        if self._is_count(count):
+            self._reached[where] = max(float(count), self._reached.get(where, 0.0))
+
+    def _is_count(self, value: Any) -> bool:
+        """A sample count, not an epoch number: older BERT logs keep epoch_num at 1."""
+        return isinstance(value, (int, float)) and not isinstance(value, bool) \
+            and value >= max(self._global_batch or 1, 2)
+
+    def _samples_per_iteration(self) -> float | None:
+        """Samples (tokens for GPT-3) one iteration trains, in the unit the log counts them."""
+        if not self._global_batch:
+            return None
+        if self._progress_unit() == mlperf_rules.TOKENS:
+            return float(self._global_batch * (self._seq_len or 2048))
+        return float(self._global_batch)
+
+    def _step_of(self, step: Any) -> int | None:
+        """A tracked_stats step as a training iteration where the rules say what it counts."""
+        if not isinstance(step, (int, float)) or isinstance(step, bool):
+            return None
+        unit = self._progress_unit()
+        per_iteration = self._samples_per_iteration()
+        if unit in (mlperf_rules.SAMPLES, mlperf_rules.TOKENS) and per_iteration:
+            return int(math.ceil(step / per_iteration))
+        if unit == mlperf_rules.EPOCHS:
+            self.meta["step_unit"] = "epoch"  # the warm-up is then counted in epochs
+        return int(step)
 
     def _tracked_stats(self, value: Any, metadata: dict) -> StepRecord | None:
         if isinstance(value, dict):
@@ -190,27 +251,53 @@ class MLLogParser(RecordingParser):
         if seen in self._tracked_seen:
             return None  # the same entry printed again (HugeCTR's DLRM logs repeat it)
         self._tracked_seen.add(seen)
-        return self.record(step=int(step) if isinstance(step, (int, float)) else None,
-                           throughput=float(throughput),
+        self.meta["samples_from"] = "the throughput the log prints in its tracked_stats records"
+        return self.record(step=self._step_of(step), throughput=float(throughput),
                            loss=float(loss) if isinstance(loss, (int, float)) else self._last_loss)
 
     def _iterations(self, samples: float) -> int | None:
-        if self._global_batch:
-            return int(math.ceil(samples / self._global_batch))
+        per_iteration = self._samples_per_iteration()
+        if per_iteration:
+            return int(math.ceil(samples / per_iteration))
         return None
+
+    def _counted_samples(self, metadata: dict) -> tuple[float | None, str | None]:
+        """Samples an interval trained, from the counts its own records carry."""
+        start, stop = metadata.get("_start") or {}, metadata.get("_stop") or {}
+        per_iteration = self._samples_per_iteration()
+        if per_iteration and all(isinstance(m.get("step"), (int, float)) for m in (start, stop)) \
+                and stop["step"] > start["step"]:
+            return (stop["step"] - start["step"]) * per_iteration, "block steps x global batch"
+        begin, end = start.get("samples_count"), stop.get("samples_count")
+        if isinstance(begin, (int, float)) and isinstance(end, (int, float)):
+            if end > begin:
+                return float(end - begin), "block samples_count (stop - start)"
+            if end == begin and end > 0:
+                return float(end), "block samples_count"
+        if self._progress_unit() in (mlperf_rules.SAMPLES, mlperf_rules.TOKENS):
+            begin, end = start.get("first_epoch_num"), stop.get("_position")
+            if isinstance(begin, (int, float)) and self._is_count(end) and end > begin:
+                return float(end - begin), "block_stop sample counts (first_epoch_num in samples)"
+        return None, None
 
     def _interval_records(self) -> None:
         """Epoch (else block) intervals as records, once the whole log is known."""
+        counted = [self._counted_samples(metadata) for _, _, metadata in self._blocks]
+        if self._blocks and all(samples for samples, _ in counted):
+            self._counted_blocks(counted)
+            return
         if self.meta.get("benchmark") == "bert":
             # BERT has no epochs: train_samples at init is the planned total.
             self._samples_per_epoch = None
             if not self._total_samples and self._blocks and self._global_batch:
                 self._step_blocks()
                 return
-        if self._samples_per_epoch and (self._epochs or self._blocks):
+        if self._samples_per_epoch and (self._epochs or self._blocks) \
+                and self._progress_unit() in (None, mlperf_rules.EPOCHS):
             intervals, kind = (self._epochs, "epoch") if self._epochs else (self._blocks, "block")
             intervals = sorted(intervals, key=lambda interval: interval[0])
             self.meta["throughput_records"] = f"{kind} intervals (train_samples per epoch / interval time)"
+            self.meta["samples_from"] = f"train_samples (the dataset) x epochs per {kind}"
             done = 0.0
             for start, stop, metadata in intervals:
                 epochs = float(metadata.get("epoch_count") or 1) if kind == "block" else 1.0
@@ -224,27 +311,60 @@ class MLLogParser(RecordingParser):
                 self.record(step=step, step_time_s=seconds, throughput=samples / seconds,
                             samples=int(samples), loss=self._last_loss)
             return
-        if self._total_samples:
-            spans = self._blocks or self._epochs
-            if spans:
-                start, stop = spans[0][0], spans[-1][1]
-            elif self._run_start is not None and self._run_stop is not None:
-                start, stop = self._run_start, self._run_stop
-            else:
-                return
-            if stop <= start:
-                return
+        self._whole_run_record()
+
+    def _counted_blocks(self, counted: list[tuple[float | None, str | None]]) -> None:
+        """Blocks whose own records say how many samples they trained."""
+        order = sorted(range(len(self._blocks)), key=lambda i: self._blocks[i][0])
+        self.meta["throughput_records"] = "block intervals (samples the blocks trained / interval time)"
+        self.meta["samples_from"] = counted[order[0]][1]
+        done = 0.0
+        for index in order:
+            start, stop, _ = self._blocks[index]
+            samples = counted[index][0]
             seconds = (stop - start) / 1000.0
-            self.meta["throughput_records"] = "train_samples trained / training time (one record)"
-            self.record(step=self._iterations(self._total_samples) or 1, step_time_s=seconds,
-                        throughput=self._total_samples / seconds, samples=int(self._total_samples),
-                        loss=self._last_loss)
+            done += samples
+            self.record(step=self._iterations(done), step_time_s=seconds, throughput=samples / seconds,
+                        samples=int(samples), loss=self._last_loss)
+
+    def _trained_samples(self) -> tuple[float | None, str | None]:
+        """What the whole run trained: run_stop's count, else the last eval's, else the
+        train_samples logged at the end (capped by the last eval: a configured maximum that
+        the run stopped before reaching says nothing of what was trained)."""
+        if "run_stop" in self._reached:
+            return self._reached["run_stop"], "run_stop samples_count"
+        last_eval = self._reached.get("the last eval")
+        if self._total_samples and (last_eval is None or self._total_samples <= last_eval * 1.0001):
+            return self._total_samples, "train_samples at the end"
+        if last_eval is not None:
+            return last_eval, "the last eval's sample count"
+        return None, None
+
+    def _whole_run_record(self) -> None:
+        samples, where = self._trained_samples()
+        if not samples:
+            return
+        spans = self._blocks or self._epochs
+        if spans:
+            start, stop = min(s[0] for s in spans), max(s[1] for s in spans)
+        elif self._run_start is not None and self._run_stop is not None:
+            start, stop = self._run_start, self._run_stop
+        else:
+            return
+        if stop <= start:
+            return
+        seconds = (stop - start) / 1000.0
+        self.meta["throughput_records"] = "samples trained / training time (one record)"
+        self.meta["samples_from"] = where
+        self.record(step=self._iterations(samples) or 1, step_time_s=seconds,
+                    throughput=samples / seconds, samples=int(samples), loss=self._last_loss)
 
     def _step_blocks(self) -> None:
         """Blocks whose ``epoch_count`` is training steps (Google's TF2 BERT)."""
         self.meta["throughput_records"] = "block intervals (epoch_count steps * global_batch_size / interval time)"
+        self.meta["samples_from"] = "block epoch_count (steps) x global batch"
         steps = 0
-        for start, stop, metadata in sorted(self._blocks):
+        for start, stop, metadata in sorted(self._blocks, key=lambda block: block[0]):
             count = metadata.get("epoch_count")
             if not isinstance(count, (int, float)) or count <= 0:
                 continue
@@ -254,11 +374,32 @@ class MLLogParser(RecordingParser):
             self.record(step=steps, step_time_s=seconds, throughput=samples / seconds,
                         samples=int(samples), loss=self._last_loss)
 
+    def record(self, step: int | None = None, **fields: Any) -> StepRecord | None:
+        if fields.get("samples") and fields.get("step_time_s"):
+            self._claimed += fields["samples"]  # streamed logs keep no step list to add up later
+        return super().record(step, **fields)
+
+    def _check_possible(self) -> None:
+        """Rates that need more samples than the run reached are reported, never silently."""
+        reached = max(self._reached.values(), default=None)
+        if self._total_samples and self._run_start is not None and reached is None:
+            reached = self._total_samples
+        claimed = self._claimed
+        if not reached or not claimed:
+            return
+        if claimed > reached * 1.01:
+            self.meta.setdefault("warnings", []).append(
+                f"impossible throughput: the records add up to {claimed:,.0f} samples, but the run "
+                f"reached {reached:,.0f} ({', '.join(sorted(self._reached)) or 'train_samples'}); "
+                "the log's sample counts are not what was trained")
+
     def finish(self):
         if not self._tracked:
             self._interval_records()
+        self._check_possible()
         if self._run_start is not None and self._run_stop is not None:
             self.meta["time_to_train_min"] = (self._run_stop - self._run_start) / 60000.0
+        self.unit = mlperf_rules.throughput_unit(self.meta.get("benchmark"))
         return super().finish()
 
 

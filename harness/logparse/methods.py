@@ -99,7 +99,20 @@ def _after_warmup(values: Sequence[float], skip: int, what: str) -> Sequence[flo
     return values[skip:]
 
 
-def _warmup_start(summary: StepSummary, options: MethodOptions, skip: int, method: str) -> tuple[int, str]:
+def _warmup_in_epochs(meta: dict, skip: int) -> int:
+    """A warm-up of ``skip`` iterations in a log whose records are numbered by epoch: the
+    epochs it touches (one epoch where the log does not say how many iterations one holds;
+    every epoch of an MLPerf benchmark is longer than a warm-up of iterations)."""
+    if skip <= 0:
+        return 0
+    per_epoch = meta.get("iterations_per_epoch")
+    if isinstance(per_epoch, (int, float)) and per_epoch > 0:
+        return int(-(-skip // per_epoch))
+    return 1
+
+
+def _warmup_start(summary: StepSummary, options: MethodOptions, skip: int, method: str,
+                  meta: dict | None = None) -> tuple[int, str]:
     """Index of the first record used, and how the warm-up was counted (for the description)."""
     count = len(summary.throughput)
     if options.skip_records is not None:
@@ -111,6 +124,12 @@ def _warmup_start(summary: StepSummary, options: MethodOptions, skip: int, metho
     steps = summary.throughput_steps
     if len(steps) != count:  # a plugin's records without step numbers: one record, one iteration
         steps = list(range(1, count + 1))
+    if (meta or {}).get("step_unit") == "epoch":
+        # Records numbered by epoch: the warm-up is counted in the log's own unit.
+        epochs = _warmup_in_epochs(meta, skip)
+        start = first_record_after_warmup(steps, epochs)
+        return start, (f"{epochs} warm-up epoch{'s' if epochs != 1 else ''} (the log numbers its records "
+                       f"by epoch; {skip} warm-up iterations lie in {'them' if epochs != 1 else 'it'})")
     start = first_record_after_warmup(steps, skip)
     if options.skip is not None and skip and start == count - 1 and steps[-1] - steps[0] < skip \
             and method == "trimmed":
@@ -188,7 +207,7 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
         trim = options.trim if options.trim is not None else DEFAULT_TRIM
         if options.skip is None and options.skip_records is None and len(values) <= skip:
             skip = 0  # a short log: the default warm-up would leave nothing
-        start, warmup = _warmup_start(summary, options, skip, method)
+        start, warmup = _warmup_start(summary, options, skip, method, parsed.meta)
         kept = sorted(values[start:])
         if options.trim is None:
             trim = min(trim, (len(kept) - 1) // 2)  # defaults shrink to fit a short log
@@ -202,15 +221,34 @@ def aggregate(method: str, parsed: ParsedLog, summary: StepSummary,
                          f"mean of {len(middle)}", used=len(middle), skipped=start,
                          warnings=_few_records(len(middle)), **_spread(middle), **_used_range(summary, start))
     # harness: the rule of `harness run` (a log shorter than the warm-up keeps its last record).
-    start, warmup = _warmup_start(summary, options, skip, method)
+    start, warmup = _warmup_start(summary, options, skip, method, parsed.meta)
     kept = values[start:]
     warnings = _few_records(len(kept))
     if start == len(values) - 1 and len(values) > 1 and skip:
         warnings.insert(0, f"no record lies wholly past the {warmup}: only the last record is used")
-    return Aggregate(statistics.fmean(kept), "harness",
-                     f"mean of {len(kept)} records after skipping {warmup} ({start} records)",
+    weights = _iterations_covered(summary, start, parsed.meta)
+    if weights is not None:
+        value = sum(w * v for w, v in zip(weights, kept)) / sum(weights)
+        mean = f"mean of {len(kept)} records weighted by the iterations each covers"
+    else:
+        value, mean = statistics.fmean(kept), f"mean of {len(kept)} records"
+    return Aggregate(value, "harness",
+                     f"{mean} after skipping {warmup} ({start} records)",
                      used=len(kept), skipped=start, warnings=warnings, **_spread(kept),
                      **_used_range(summary, start))
+
+
+def _iterations_covered(summary: StepSummary, start: int, meta: dict) -> list[int] | None:
+    """Per record used, the iterations it covers, where records cover different numbers of
+    them (a rate over 50 iterations weighs five times one over 10); None where they are alike,
+    unknown, or numbered by epoch."""
+    steps = summary.throughput_steps
+    if len(steps) != len(summary.throughput) or start == 0 or meta.get("step_unit") == "epoch":
+        return None  # the first record's span is unknown without the step before it
+    covered = [int(steps[i]) - int(steps[i - 1]) for i in range(start, len(steps))]
+    if any(c <= 0 for c in covered) or len(set(covered)) == 1:
+        return None
+    return covered
 
 
 def is_per_device(parsed: ParsedLog, method: str) -> bool:

@@ -28,6 +28,14 @@ class StepTimeStats(BaseModel):
     cv: float = Field(description="Coefficient of variation: stdev / mean.")
 
 
+class OtherFigure(BaseModel):
+    """A second figure the same log yields, named so the two are never confused."""
+
+    value: float
+    method: str = Field(description="How it follows from the log (the method and its rule).")
+    field: str | None = Field(None, description="The log field, for a figure the framework printed.")
+
+
 class Throughput(BaseModel):
     value: float = Field(description="FINAL_RESULT: mean throughput after skipping warm-up steps.")
     unit: str
@@ -43,6 +51,13 @@ class Throughput(BaseModel):
     scope: str | None = Field(
         None, description="How the log's figures were read: 'per-gpu' (multiplied by the GPU count) "
                           "or 'global' (the job's total as printed).")
+    samples_from: str | None = Field(
+        None, description="Where the samples behind the records used were read (e.g. 'block samples_count', "
+                          "'run_stop samples_count', 'train_samples at the end'): counts the run reached, "
+                          "not its configuration.")
+    other: OtherFigure | None = Field(
+        None, description="The log's other figure, shown beside value: the framework's printed figure "
+                          "when value is harness's, or harness's when value is the framework's.")
     total_work: float | None = Field(
         None, description="Total-work figure: units (tokens, samples) processed in the measured "
                           "steps over their wall time, sum(rate*time)/sum(time). FINAL_RESULT "

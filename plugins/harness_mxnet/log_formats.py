@@ -16,6 +16,15 @@ per-epoch lines, as the action-recognition scripts print):
     [Epoch 198][Batch 99], LR: 1.00E-05, Speed: 181.084 samples/sec, ObjLoss=8.454, ...   (detection)
     [Epoch 0] speed: 141 samples/sec\ttime cost: 26.926219                  (per epoch)
 
+gluon-cv's CIFAR scripts (``scripts/classification/cifar/train_cifar10.py`` and its mixup
+variant) print no speed at all, only each epoch's wall time, validation included::
+
+    INFO:root:Namespace(batch_size=128, ..., model='cifar_resnet20_v1', ..., num_gpus=1, ...)
+    INFO:root:[Epoch 0] train=0.467608 val=0.558900 loss=1.452417 time: 16.450441
+
+Their epoch trains CIFAR's 50000 training images in batches of ``batch_size x num_gpus``
+with ``last_batch='discard'``: 50000 // batch x batch samples, the epoch's record.
+
 Per-epoch lines are the epochs' own figures (``harmonic-epoch``); where a log has no batch
 lines they are also its records. An epoch record ends at the epoch's last iteration where the
 log states the epoch's size (the action-recognition scripts print ``Load 3570 training samples
@@ -57,6 +66,10 @@ _DETECTION = re.compile(r"\[Epoch (\d+)\]\[Batch (\d+)\],(?: LR: ([^,]+),)? Spee
 _DETECTION_METRIC = re.compile(r",\s*([A-Za-z][\w-]*)=" + _NUM)
 _TIME_COST = re.compile(r"time cost\s*[:=]\s*" + _NUM)
 _EPOCH_TIME = re.compile(r"(?:\[Epoch (\d+)\]|Epoch\[(\d+)\]) (?:time cost|Time cost)\s*[:=]\s*" + _NUM)
+_CIFAR_EPOCH = re.compile(r"\[Epoch (\d+)\] train=\S+ val=\S+ loss=" + _NUM + r" time: " + _NUM)
+_NAMESPACE_INT = re.compile(r"\b(batch_size|num_gpus)=(\d+)")
+#: CIFAR-10's (and CIFAR-100's) training set: the images one epoch of gluon-cv's CIFAR scripts reads.
+CIFAR_TRAIN_IMAGES = 50000
 _TRAIN_SAMPLES = re.compile(r"\bLoad (\d+) training samples")
 _TOTAL_BATCH = re.compile(r"\bTotal batch size is set to (\d+)")
 
@@ -75,8 +88,15 @@ class GluonCVParser(RecordingParser):
         self._batch_records = 0
         self._train_samples: int | None = None  # the epoch's size, where the log states it
         self._total_batch: int | None = None
+        self._namespace: dict[str, int] = {}
 
     def feed(self, line: str) -> StepRecord | None:
+        if "time:" in line and "] train=" in line:
+            match = _CIFAR_EPOCH.search(line)
+            if match:
+                return self._cifar_epoch(int(match.group(1)), to_float(match.group(2)), to_float(match.group(3)))
+        if "Namespace(" in line and not self._namespace:
+            self._namespace = {key: int(value) for key, value in _NAMESPACE_INT.findall(line)}
         if "Speed:" in line:
             match = _BATCH.search(line)
             if match:
@@ -110,6 +130,22 @@ class GluonCVParser(RecordingParser):
             return None
         self.check_failure(line)
         return None
+
+    def _cifar_epoch(self, epoch: int, loss: float | None, seconds: float | None) -> StepRecord | None:
+        """A CIFAR epoch: the samples train_cifar10.py trains in it / its printed time."""
+        batch = self._namespace.get("batch_size")
+        if not batch or not seconds:
+            return None
+        total_batch = batch * max(1, self._namespace.get("num_gpus", 1))
+        per_epoch = CIFAR_TRAIN_IMAGES // total_batch
+        samples = per_epoch * total_batch
+        self._batch_records += 1
+        self.meta["throughput_records"] = "CIFAR epochs (50000 // batch x batch samples / epoch time)"
+        self.meta["samples_from"] = (f"CIFAR's {CIFAR_TRAIN_IMAGES} training images in whole batches of "
+                                     f"{total_batch} ({batch} x {max(1, self._namespace.get('num_gpus', 1))} GPUs)")
+        self.meta["iterations_per_epoch"] = per_epoch
+        return self.record(step=(epoch + 1) * per_epoch, throughput=samples / seconds, step_time_s=seconds,
+                           samples=samples, loss=loss)
 
     def _epoch(self, epoch: int, value: float | None, unit: str, seconds: float | None) -> None:
         if value is None:
@@ -184,7 +220,8 @@ class GluonCVParser(RecordingParser):
 class GluonCVFormat(LogFormat):
     name = "gluoncv"
     description = ("gluon-cv / MXNet Speedometer: 'Epoch[E] Batch [B]\\tSpeed: S samples/sec', detection "
-                   "'[Epoch E][Batch B], ... Speed: S samples/sec', per-epoch speed lines")
+                   "'[Epoch E][Batch B], ... Speed: S samples/sec', per-epoch speed lines, CIFAR "
+                   "'[Epoch E] train=A val=B loss=L time: T' epochs")
     unit = "samples/s"
     framework = "mxnet"
     default_method = "harness"
@@ -192,6 +229,8 @@ class GluonCVFormat(LogFormat):
     def detect(self, line: str) -> bool:
         if "Speed:" in line:
             return bool(_BATCH.search(line) or _DETECTION.search(line) or _EPOCH_OVER.search(line))
+        if "] train=" in line and "time:" in line:
+            return bool(_CIFAR_EPOCH.search(line))
         return "speed:" in line and "[Epoch" in line and bool(_EPOCH_SPEED.search(line))
 
     def new_parser(self, **hints: Any) -> GluonCVParser:

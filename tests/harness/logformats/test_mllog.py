@@ -17,14 +17,15 @@ def mllog(key: str, value=None, time_ms: int = 0, event_type: str = "POINT_IN_TI
 
 def test_tracked_stats_throughput(tmp_path):
     text = (mllog("submission_benchmark", "bert") + mllog("global_batch_size", 2048)
-            + mllog("tracked_stats", {"throughput": 2345.6, "loss": 3.2}, step=100)
-            + mllog("tracked_stats", {"throughput": 2400.0}, step=200)
+            + mllog("tracked_stats", {"throughput": 2345.6, "loss": 3.2}, step=204800)
+            + mllog("tracked_stats", {"throughput": 2400.0}, step=409600)
             + mllog("run_stop", None, status="success"))
     path = tmp_path / "result_0.txt"
     path.write_text(text)
     parsed = MLLogFormat().parse_file(path)
+    # BERT's steps count training samples (the rules' epoch reporting): iterations of 2048.
     assert [(s.step, s.throughput) for s in parsed.steps] == [(100, 2345.6), (200, 2400.0)]
-    assert parsed.steps[0].loss == 3.2
+    assert parsed.steps[0].loss == 3.2 and parsed.unit == "sequences/s"
     assert parsed.meta["global_batch_size"] == 2048 and parsed.meta["benchmark"] == "bert"
     assert not parsed.errors
 

@@ -91,3 +91,28 @@ def test_default_trim_shrinks_to_fit_a_short_log_but_explicit_values_do_not():
     assert result.value == pytest.approx(11.5) and result.used == 2
     with pytest.raises(UserInputError):
         aggregate("trimmed", parsed(), summary_of(values), MethodOptions(skip=10, trim=5))
+
+
+def test_harness_weights_records_by_the_iterations_they_cover():
+    """Records every 10 iterations, then every 50: a rate over 50 iterations weighs five times more."""
+    summary = StepSummary()
+    for step, value in ((10, 1.0), (20, 100.0), (30, 100.0), (80, 200.0)):
+        summary.add(StepRecord(step=step, throughput=value))
+    result = aggregate("harness", parsed(), summary, MethodOptions(skip=10))
+    assert result.value == pytest.approx((10 * 100.0 + 10 * 100.0 + 50 * 200.0) / 70)
+    assert "weighted by the iterations each covers" in result.description
+
+
+def test_harness_plain_mean_where_records_cover_alike():
+    result = aggregate("harness", parsed(), summary_of(VALUES), MethodOptions(skip=2))
+    assert "weighted" not in result.description
+
+
+def test_warmup_in_epochs_where_records_are_numbered_by_epoch():
+    summary = summary_of([10.0, 20.0, 30.0, 40.0])
+    epoch_log = parsed(meta={"step_unit": "epoch"})
+    result = aggregate("harness", epoch_log, summary, MethodOptions())
+    assert result.value == pytest.approx(30.0) and "1 warm-up epoch" in result.description
+    known = parsed(meta={"step_unit": "epoch", "iterations_per_epoch": 4})
+    result = aggregate("harness", known, summary, MethodOptions(skip=10))  # 10 iterations: 3 epochs
+    assert result.value == pytest.approx(40.0) and "3 warm-up epochs" in result.description

@@ -138,3 +138,18 @@ def test_mxnet_dle_detection_ignores_other_dllogger_lines():
     fmt = MXNetDLEFormat()
     assert fmt.detect("[1,0]<stdout>:DLL 2023-07-31 06:27:19.210118 - Epoch: 1 Iteration: 19  train.ips : 1.0 images/s\n")
     assert not fmt.detect("DLL 2023-08-04 05:46:28.192913 - Epoch: 0 Iteration: 1  train.total_ips : 25.20 images/s\n")
+
+
+def test_gluoncv_cifar_epochs_are_records(tmp_path):
+    """train_cifar10.py prints only each epoch's time: 50000 // (batch x GPUs) whole batches per epoch."""
+    text = ("INFO:root:Namespace(batch_size=32, lr=0.1, model='cifar_resnext29_16x64d', num_epochs=3, "
+            "num_gpus=4, num_workers=4)\n"
+            "INFO:root:[Epoch 0] train=0.25 val=0.38 loss=2.388983 time: 121.0\n"
+            "INFO:root:[Epoch 1] train=0.45 val=0.50 loss=1.5 time: 104.0\n"
+            "INFO:root:[Epoch 2] train=0.55 val=0.60 loss=1.2 time: 100.0\n")
+    fmt = GluonCVFormat()
+    assert fmt.detect(text.splitlines()[1])
+    parsed = fmt.parse_file(write(tmp_path, text))
+    assert [s.step for s in parsed.steps] == [390, 780, 1170]  # 50000 // 128 iterations per epoch
+    assert [s.throughput for s in parsed.steps] == pytest.approx([49920 / 121.0, 49920 / 104.0, 49920 / 100.0])
+    assert parsed.steps[-1].loss == 1.2 and parsed.meta["iterations_per_epoch"] == 390
