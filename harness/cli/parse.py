@@ -130,6 +130,12 @@ def parse_command(
         help="Keyword mode: take the field at this index instead of the one after the keyword.")] = None,
     list_formats: Annotated[bool, typer.Option(
         "--list-formats", help="List the registered log formats and exit.")] = False,
+    compliance: Annotated[bool, typer.Option(
+        "--compliance", help="MLPerf logs: also run MLPerf's compliance checker (the mlperf-logging "
+                             "package, installed separately) and report its verdict beside the figure.")] = False,
+    compliance_ruleset: Annotated[Optional[str], typer.Option(
+        help="--compliance: the MLPerf training ruleset to check against, e.g. 4.1.0 (default: the "
+             "newest the installed mlperf-logging knows).")] = None,
 ) -> int:
     from harness.errors import UserInputError
     from harness.ingest import ParseRequest, ingest as ingest_outcome, parse_log_file
@@ -157,7 +163,14 @@ def parse_command(
                            "keyword_scope": (keyword_scope or KeywordScope.per_gpu).value,
                            "base_batch_size": base_batch_size, "time_unit": time_unit.value,
                            "ips_unit": ips_unit, "separator": separator, "position": position}
+    if compliance_ruleset is not None and not compliance:
+        raise UserInputError("--compliance-ruleset belongs to --compliance: add --compliance")
+    if compliance:
+        from harness.logparse import compliance as mlperf_compliance
+        if not mlperf_compliance.available():
+            mlperf_compliance.check(logs[0])  # raises the one-line error naming the package
     outcomes = []
+    verdicts = {}
     for path in logs:
         request = ParseRequest(
             path=path, format=format_, method=method.value if method else None,
@@ -176,12 +189,17 @@ def parse_command(
                               f"already ingested (same sha256 {outcome.result.source_sha256[:12]}...): "
                               "nothing recorded")
         outcomes.append((outcome, ingest_message))
+        if compliance:
+            verdicts[id(outcome)] = _compliance(outcome, path, compliance_ruleset)
         if not as_json:
             _print_outcome(outcome, ingest_message)
+            if compliance:
+                _print_compliance(verdicts[id(outcome)])
     if as_json:
         documents = [
             {"result": json.loads(o.result.model_dump_json()), "legacy_index": o.legacy.model_dump(),
-             "notes": o.notes, **({"ingest": msg} if msg else {})}
+             "notes": o.notes, **({"ingest": msg} if msg else {}),
+             **({"compliance": verdicts[id(o)]} if compliance else {})}
             for o, msg in outcomes
         ]
         typer.echo(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1,
@@ -189,6 +207,26 @@ def parse_command(
     if any(o.failed for o, _ in outcomes):
         raise typer.Exit(EXIT_JOB_FAILED)
     return 0
+
+
+def _compliance(outcome, path: Path, ruleset: str | None) -> dict:
+    """MLPerf's checker's verdict on an MLPerf log; other formats have no MLPerf rules to check."""
+    from harness.logparse import compliance as mlperf_compliance
+
+    if outcome.format != "mllog":
+        return {"checked": False, "reason": f"not an MLPerf log (format {outcome.format})"}
+    verdict = mlperf_compliance.check(path, ruleset)
+    return {"checked": True, **verdict.model_dump()}
+
+
+def _print_compliance(verdict: dict) -> None:
+    if not verdict["checked"]:
+        typer.echo(f"  compliance: not checked, {verdict['reason']}")
+        return
+    typer.echo(f"  compliance ({verdict['checker']}, training ruleset {verdict['ruleset']}): "
+               f"{'PASSED' if verdict['passed'] else 'FAILED'}")
+    for message in verdict["messages"][:8]:
+        typer.echo(f"    {message}")
 
 
 def register(app: typer.Typer) -> None:
