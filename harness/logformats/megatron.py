@@ -3,6 +3,15 @@
 Old: ``iteration 10/ 100 | consumed samples: 160 | elapsed time per iteration (ms): 1234.5 |
 learning rate: 1.0E-04 | global batch size: 16 | lm loss: 1.08E+01 | ...``
 New: the same with ``throughput per GPU (TFLOP/s/GPU): 123.4 |`` before ``learning rate``.
+
+Megatron-DeepSpeed runs with pipeline parallelism may log only DeepSpeed's PipelineEngine
+lines (rank 0, every ``steps_per_print`` iterations, the job's samples per second)::
+
+    worker-0: steps: 20 loss: 7.1523 iter time (s): 1.234 samples/sec: 207.456
+
+Multi-node launches (pdsh) put the host name before every line (``worker-0: ``), and more
+than one host may print the same iteration: a record repeating the previous iteration is
+dropped. A log holding both kinds keeps the kind it printed first.
 """
 
 from __future__ import annotations
@@ -35,6 +44,8 @@ _STANDARD = re.compile(
     r"(?: throughput per GPU \(TFLOP/s/GPU\): ([^|]+)\|)?"
     r" learning rate: ([^|]+)\| global batch size: ([^|]+)\| lm loss: ([^|]+)\|"
 )
+_PIPE_STEPS = re.compile(r"\bsteps:\s*(\d+)\s+loss:\s*(\S+).*?iter time \(s\):\s*([\d.]+)\s+"
+                         r"samples/sec:\s*([\d.]+)")
 _MAX_ALLOCATED = re.compile(r"max allocated:\s*([\d.]+)")
 _TRACEBACK = re.compile(r"^Traceback \(most recent call last\)|^\w*Error: |CUDA out of memory")
 
@@ -70,10 +81,16 @@ class MegatronParser(LogParser):
         self.errors: list[str] = []
         self.peak_mb: float | None = None
         self.meta: dict[str, Any] = {}
+        self._kind: str | None = None  # "iteration" or "steps": the first kind of record seen
+        self._last_step: int | None = None
 
     def feed(self, line: str) -> StepRecord | None:
         if "iteration" in line and "elapsed time per iteration" in line:
-            return self._iteration(line)
+            return self._iteration(line) if self._kind in (None, "iteration") else None
+        if "steps:" in line and "samples/sec:" in line and self._kind in (None, "steps"):
+            match = _PIPE_STEPS.search(line)
+            if match:
+                return self._pipeline_steps(match)
         if "memory (MB)" in line:
             match = PEAK_MEMORY_MB.search(line) or _MAX_ALLOCATED.search(line)
             if match:
@@ -81,6 +98,27 @@ class MegatronParser(LogParser):
         elif ("Traceback" in line or "Error" in line or "out of memory" in line) and _TRACEBACK.search(line):
             self.errors.append(line.strip()[:300])
         return None
+
+    def _pipeline_steps(self, match: re.Match) -> StepRecord | None:
+        """DeepSpeed PipelineEngine: the job's samples/s over the last steps_per_print iterations."""
+        step, loss, seconds, per_second = match.groups()
+        loss = _number(loss)
+        throughput = float(per_second) * self.seq_len if self.seq_len else float(per_second)
+        self.meta["throughput_records"] = "DeepSpeed pipeline 'steps:' lines (samples/sec over the interval)"
+        return self._emit("steps", (int(step), float(seconds), throughput, None, loss, None))
+
+    def _emit(self, kind: str, fields: tuple) -> StepRecord | None:
+        if fields[0] == self._last_step:
+            return None  # the same iteration printed by another host
+        self._kind, self._last_step = kind, fields[0]
+        if self.step_sink is not None:
+            self.step_sink(*fields)
+            return None
+        record = StepRecord(step=fields[0], step_time_s=fields[1], throughput=fields[2],
+                            samples=fields[3], loss=fields[4], learning_rate=fields[5])
+        if self.keep_steps:
+            self.steps.append(record)
+        return record
 
     def _iteration(self, line: str) -> StepRecord | None:
         standard = _STANDARD.search(line)
@@ -118,14 +156,7 @@ class MegatronParser(LogParser):
             throughput = per_second * self.seq_len if self.seq_len else per_second
         fields = (int(step), elapsed_ms / 1000.0 if elapsed_ms is not None else None, throughput,
                   int(batch) if batch is not None else None, loss, learning_rate)
-        if self.step_sink is not None:
-            self.step_sink(*fields)
-            return None
-        record = StepRecord(step=fields[0], step_time_s=fields[1], throughput=fields[2],
-                            samples=fields[3], loss=fields[4], learning_rate=fields[5])
-        if self.keep_steps:
-            self.steps.append(record)
-        return record
+        return self._emit("iteration", fields)
 
     def finish(self) -> ParsedLog:
         return ParsedLog(
@@ -140,12 +171,15 @@ class MegatronParser(LogParser):
 
 class MegatronFormat(LogFormat):
     name = "megatron"
-    description = "Megatron-LM iteration lines (with or without TFLOP/s/GPU)"
+    description = ("Megatron-LM iteration lines (with or without TFLOP/s/GPU), Megatron-DeepSpeed's "
+                   "pipeline 'steps: N loss: L iter time (s): T samples/sec: S' lines; host-name prefixes")
     unit = "tokens/s"
     framework = "pytorch"
     default_method = "mean-after-warmup"
 
     def detect(self, line: str) -> bool:
+        if "steps:" in line and "iter time (s):" in line:
+            return bool(_PIPE_STEPS.search(line))
         return bool(_ITERATION.search(line)) and "elapsed time per iteration" in line
 
     def new_parser(self, seq_len: int | None = None, keep_steps: bool = True, step_sink=None,

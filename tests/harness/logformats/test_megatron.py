@@ -69,3 +69,39 @@ def test_streaming_sink_sees_the_same_steps_as_feed(tmp_path):
     assert streamed.summary.count == direct.count == 6
     assert list(streamed.summary.throughput) == list(direct.throughput)
     assert streamed.summary.loss.points == direct.loss.points
+
+
+def test_megatron_deepspeed_pipeline_steps_with_host_prefixes(tmp_path):
+    """pdsh puts the host before each line; DeepSpeed's pipeline engine prints 'steps:' lines."""
+    import contextlib
+    import io
+    import json
+
+    from harness.cli.main import main
+
+    lines = ["worker-0: [2023-05-01 10:00:00,000] [INFO] [engine.py:123] using pipeline",
+             "worker-0: steps: 10 loss: 10.9012 iter time (s): 2.000 samples/sec: 64.000"]
+    for step, rate in ((20, 100.0), (30, 110.0), (40, 120.0)):
+        lines.append(f"worker-0: steps: {step} loss: 7.5 iter time (s): 1.200 samples/sec: {rate:.3f}")
+        lines.append(f"worker-1: steps: {step} loss: 7.5 iter time (s): 1.200 samples/sec: {rate:.3f}")
+    log = tmp_path / "mds.log"
+    log.write_text("\n".join(lines) + "\n")
+    assert MegatronFormat().detect(lines[1])
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["parse", str(log), "--json", "--seq-len", "2048"]) == 0
+    result = json.loads(out.getvalue())["result"]
+    assert result["config"]["params"]["log_format"] == "megatron"
+    assert result["throughput"]["records_used"] == 3  # steps 20-40; worker-1's repeats dropped
+    assert result["throughput"]["value"] == pytest.approx(110.0 * 2048)
+    assert result["throughput"]["unit"] == "tokens/s"
+
+
+def test_iteration_lines_win_over_pipeline_lines_printed_later(tmp_path):
+    text = ("iteration       10/     100 | consumed samples:          160 | elapsed time per iteration (ms): 1000.0 "
+            "| learning rate: 1.0E-04 | global batch size:    16 | lm loss: 1.0E+01 |\n"
+            "steps: 10 loss: 10.0 iter time (s): 2.000 samples/sec: 8.000\n")
+    path = tmp_path / "both.log"
+    path.write_text(text)
+    parsed = MegatronFormat().parse_file(path)
+    assert [s.throughput for s in parsed.steps] == [16.0]
