@@ -118,7 +118,8 @@ def compare_traces(reference: Trace, candidate: Trace,
     """The verdict of ``candidate`` against ``reference``; ``states`` are the initial state
     and the two final states (canonical name -> array), when all were written."""
     tol = tolerance_for(reference.parameters, reference.buffers, reference.loss_terms,
-                        [c.name for c in reference.activations])
+                        [c.name for c in reference.activations],
+                        {c.name: c.shape for c in reference.activations})
     problems: list[str] = []
     shapes = []
     for name in sorted(set(reference.parameters) | set(candidate.parameters)):

@@ -171,8 +171,11 @@ def _plan(harness: Harness, request: EquivalenceRequest, case: CaseSpec, framewo
     run_request = RunRequest(
         case=case.name, vendor=request.vendor, framework=framework, scale=request.scale,  # type: ignore[arg-type]
         nproc=1, nnodes=1, precision="fp32", max_steps=request.steps,
-        # No warm-up to leave out of a throughput: every step is compared.
-        set_pairs=["skip_steps=0", *case_settings, *request.set_pairs], output=check_dir / "runs",
+        # Every step is compared; step 1 also carries the check's own work (the state
+        # exported or loaded, the first batch's checksums), so it is the warm-up a run's
+        # throughput (and the core's timing of it) leaves out.
+        set_pairs=[f"skip_steps={min(1, request.steps - 1)}", *case_settings, *request.set_pairs],
+        output=check_dir / "runs",
         data_dir=request.data_dir, cache_dir=request.cache_dir,
         origins={k: "equivalence" for k in case.equivalence_settings},
     )

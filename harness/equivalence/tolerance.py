@@ -18,6 +18,9 @@ reduction tree). The derivation:
    (``blocks.0``), so the weights up to a layer are those of its prefix and of the layers
    before it; the loss adds the rest and ``sqrt(N)`` for its mean over ``N`` terms. ``S``
    comes from the canonical parameter shapes: no knowledge of the architecture is needed.
+   A batch norm in training mode is a reduction too: its mean and variance average each
+   channel over the batch and the positions (``k = N * H * W`` of the convolution before it,
+   from that layer's checksum shape), and the normalised output inherits their error.
 4. Step 1's gradients take a backward pass as well (two products per weight, each of the
    same kind): ``2 * u * S`` on top of the forward pass's, ``3 * u * S`` in all.
 5. Each optimizer step applies an update computed from such gradients, so after ``t`` steps
@@ -79,19 +82,36 @@ def path_sum(shapes: dict[str, list[int]], buffers: list[str], loss_terms: int) 
     return sum(_fan_in_roots(shapes, buffers).values()) + math.sqrt(max(loss_terms, 1))
 
 
+def _batch_norm_roots(shapes: dict[str, list[int]], layer_shapes: dict[str, list[int]]
+                      ) -> dict[str, float]:
+    """``sqrt(k)`` of each batch norm's statistics: ``bn.i`` (the positional CNN names)
+    averages conv ``i``'s output over the batch and the positions, ``k = N * H * W``."""
+    roots = {}
+    for name in shapes:
+        if name.startswith("bn.") and name.endswith(".weight"):
+            conv = layer_shapes.get("conv." + name.split(".")[1])
+            if conv and len(conv) >= 2:
+                roots[name] = math.sqrt(math.prod(conv) / conv[1])
+    return roots
+
+
 def tolerance_for(shapes: dict[str, list[int]], buffers: list[str], loss_terms: int,
-                  layers: list[str] = ()) -> Tolerance:
+                  layers: list[str] = (), layer_shapes: dict[str, list[int]] | None = None
+                  ) -> Tolerance:
     """The tolerances of a model of these canonical shapes whose first batch's checksums are
-    of ``layers`` (in data-flow order)."""
-    s = path_sum(shapes, buffers, loss_terms)
+    of ``layers`` (in data-flow order, their output shapes ``layer_shapes``)."""
+    roots = {**_fan_in_roots(shapes, buffers), **_batch_norm_roots(shapes, layer_shapes or {})}
+    s = sum(roots.values()) + math.sqrt(max(loss_terms, 1))
     forward = LAMBDA * UNIT_ROUNDOFF * s
-    roots = _fan_in_roots(shapes, buffers)
     per_layer, counted, cumulative = {}, set(), 0.0
     for layer in layers:
         if layer == "loss":
             per_layer[layer] = forward
             continue
-        mine = {n for n in roots if n.startswith(layer + ".") and n not in counted}
+        # A convolution's output takes its own weights and the batch norm before it.
+        previous = f"bn.{int(layer.split('.')[1]) - 1}." if layer.startswith("conv.") else None
+        mine = {n for n in roots if n not in counted and (
+            n.startswith(layer + ".") or (previous is not None and n.startswith(previous)))}
         counted |= mine
         cumulative += sum(roots[n] for n in mine)
         per_layer[layer] = LAMBDA * UNIT_ROUNDOFF * (1.0 + cumulative)

@@ -39,6 +39,8 @@ def register_frameworks(register) -> None:
         name=FRAMEWORK,
         description=f"MXNet {MXNET_VERSION} Gluon, one process per node with a kvstore",
         models=frozenset(TRAIN_SCRIPTS),
+        # The models whose script implements `harness equivalence`'s config section.
+        equivalence_models=frozenset(TRAIN_SCRIPTS),
         log_format="gluoncv",
     ))
 
@@ -83,6 +85,8 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     argv = [env.python, str(TRAIN_SCRIPTS[model]), "--config", str(context.run_dir / "config.json"),
             "--data", dataset.path, "--model", model]
     variables = {**env.env, "PYTHONPATH": scripts_pythonpath(SCRIPTS)}
+    if context.config.equivalence is not None:  # deterministic kernels where there are any
+        variables.update(MXNET_ENFORCE_DETERMINISM="1", MXNET_CUDNN_AUTOTUNE_DEFAULT="0")
     if context.devices.kind == "cpu":
         # One process drives every CPU "device" of the run: it gets all the cores.
         variables["OMP_NUM_THREADS"] = str(usable_cores())

@@ -24,7 +24,7 @@ TRAIN_SCRIPTS = {
     "mobilenet_v1": SCRIPTS / "train_cnn.py",
 }
 #: The models whose scripts implement `harness equivalence`'s config section.
-EQUIVALENCE_MODELS = frozenset({"gpt", "bert"})
+EQUIVALENCE_MODELS = frozenset({"gpt", "bert", "resnet50", "mobilenet_v1"})
 CNN_MODELS = frozenset({"resnet50", "mobilenet_v1"})
 PADDLE_VERSION = "3.3.1"
 # The scripts' own imports besides paddle (numpy comes with paddle); setuptools because

@@ -22,7 +22,7 @@ TRAIN_SCRIPTS = {
 }
 
 #: The models whose scripts implement `harness equivalence`'s config section.
-EQUIVALENCE_MODELS = frozenset({"gpt", "bert"})
+EQUIVALENCE_MODELS = frozenset({"gpt", "bert", "resnet50", "mobilenet_v1"})
 
 
 @hookimpl

@@ -129,6 +129,10 @@ class Equivalence:
     def activation(self, name: str, array) -> None:
         self.trace["activations"].append({"name": name, **checksum(array)})
 
+    def first_outputs(self) -> "FirstOutputs":
+        """A collector for a framework's forward hooks (see ``FirstOutputs``)."""
+        return FirstOutputs(self)
+
     def gradients(self, grads: dict[str, np.ndarray]) -> None:
         """Step 1's gradients (canonical names, before clipping): each one's norm and the
         global norm, in float64."""
@@ -149,6 +153,47 @@ class Equivalence:
         with open(tmp, "w", encoding="utf-8") as handle:
             json.dump(self.trace, handle, indent=1)
         os.replace(tmp, self.setting["trace"])
+
+
+def positional_names(order: list[tuple[str, str]], suffixes: dict[str, dict[str, str]]
+                     ) -> dict[str, str]:
+    """Canonical names by position, for networks whose frameworks name their layers
+    differently (the CNNs): the k-th convolution the forward pass runs is ``conv.k``, the k-th
+    batch norm ``bn.k``, the classifier ``fc``. ``order`` is the framework's layers as
+    ``(its name, kind)`` in the order they ran, ``suffixes`` per kind its parameter names ->
+    canonical ones (``{"bn": {"_mean": "running_mean", ...}}``). Returns the framework's
+    parameter names -> canonical names."""
+    counts: dict[str, int] = {}
+    rename = {}
+    for layer, kind in order:
+        index = counts.get(kind, 0)
+        counts[kind] = index + 1
+        base = kind if kind == "fc" else f"{kind}.{index}"
+        prefix = f"{layer}." if layer else ""
+        for own, canonical in suffixes[kind].items():
+            rename[prefix + own] = f"{base}.{canonical}"
+    return rename
+
+
+class FirstOutputs:
+    """Each hooked layer's first output of a forward pass, kept in the order the layers ran,
+    then recorded as checksums (``record``); the frameworks' hooks hand their output over as
+    a callable returning a numpy array, called only for a layer's first output."""
+
+    def __init__(self, eq: Equivalence):
+        self.eq = eq
+        self.outputs: dict[str, np.ndarray] = {}
+
+    def add(self, name: str, output) -> None:
+        if name not in self.outputs:
+            self.outputs[name] = np.asarray(output(), dtype=np.float32)
+
+    def record(self, loss=None) -> None:
+        """Record the outputs, then ``loss`` (a scalar) when given."""
+        for name, array in self.outputs.items():
+            self.eq.activation(name, array)
+        if loss is not None:
+            self.eq.activation("loss", np.asarray(loss, dtype=np.float32).reshape(()))
 
 
 def _save(path: str, arrays: dict[str, np.ndarray]) -> None:

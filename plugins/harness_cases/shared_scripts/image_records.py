@@ -119,3 +119,12 @@ class ImageRecords:
 def normalise(image: np.ndarray) -> np.ndarray:
     """uint8 CHW pixels to float32 with the ImageNet per-channel mean and deviation."""
     return np.ascontiguousarray((image.astype(np.float32) - MEAN) / STD, dtype=np.float32)
+
+
+def equivalence_batches(records: ImageRecords, equivalence, batch_size: int, seed: int):
+    """``harness equivalence``'s batches: normalised float32 images and int64 labels of the
+    neutral sample order (``equivalence.Equivalence.batches``), each batch's crops and flips
+    drawn from ``augmentation_rng(seed, 0, its number)``: the same pixels in every framework."""
+    for number, indices in enumerate(equivalence.batches(len(records), batch_size, seed)):
+        images, labels = records.batch_uint8(indices, augmentation_rng(seed, 0, number))
+        yield normalise(images), labels

@@ -57,3 +57,31 @@ def build_model(name: str, num_classes: int, width: float = 1.0):
 def trainable_parameters(net) -> int:
     """Parameters the trainer updates (BatchNorm running statistics are not counted)."""
     return sum(int(p.data().size) for p in net.collect_params().values() if p.grad_req != "null")
+
+
+def initialise(net) -> None:
+    """The initialisation of the PyTorch plugin's networks (``cnn_models._init`` and
+    ``torch.nn.Linear``'s default) on a network whose shapes are known: Kaiming normal over
+    the fan-out for convolutions, batch norms 1 and 0, the classifier uniform(+-1/sqrt(in)).
+    Gluon's ``MSRAPrelu`` (over the average of fan-in and fan-out, for PReLU's slope 0.25) and
+    its classifier init differed, which ``harness equivalence`` found."""
+    import math
+
+    import mxnet as mx
+
+    def visit(block):
+        if isinstance(block, nn.Conv2D):
+            out_channels, _, kh, kw = block.weight.shape
+            block.weight.set_data(mx.nd.random.normal(0, math.sqrt(2.0 / (out_channels * kh * kw)),
+                                                      shape=block.weight.shape))
+        elif isinstance(block, nn.BatchNorm):
+            block.gamma.set_data(mx.nd.ones(block.gamma.shape))
+            block.beta.set_data(mx.nd.zeros(block.beta.shape))
+        elif isinstance(block, nn.Dense):
+            bound = 1.0 / math.sqrt(block.weight.shape[1])
+            block.weight.set_data(mx.nd.random.uniform(-bound, bound, shape=block.weight.shape))
+            block.bias.set_data(mx.nd.random.uniform(-bound, bound, shape=block.bias.shape))
+        for child in block._children.values():
+            visit(child)
+
+    visit(net)

@@ -25,10 +25,12 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from image_records import ImageRecords
+from equivalence import Equivalence
+from image_records import ImageRecords, equivalence_batches
+import mxnet_equivalence
 from lr_schedule import lr_at
 from memory_line import memory_line, process_peak_rss_mb
-from mxnet_models import build_model, trainable_parameters
+from mxnet_models import build_model, initialise, trainable_parameters
 from readback import print_readback
 
 
@@ -119,9 +121,12 @@ def main() -> int:
     net.initialize(mx.init.MSRAPrelu(), ctx=ctx)
     if dtype == "float16":
         net.cast("float16")
-    net.hybridize(static_alloc=True, static_shape=True)
+    equivalence = Equivalence.from_config(args.config, "mxnet", mx.__version__)
+    if equivalence is None:  # an equivalence run stays imperative: its hooks see every layer
+        net.hybridize(static_alloc=True, static_shape=True)
     size = p["image_size"]
     net(mx.nd.zeros((1, 3, size, size), ctx=ctx[0], dtype=dtype))  # materialise deferred shapes
+    initialise(net)  # as the other frameworks' networks start
     n_params = trainable_parameters(net)
     trainer = gluon.Trainer(net.collect_params(), "sgd",
                             {"learning_rate": p["learning_rate"], "momentum": p["momentum"],
@@ -137,6 +142,28 @@ def main() -> int:
              f"classes; the case wants {size}px and {p['num_classes']}")
     loader = gluon.data.DataLoader(dataset, batch_sampler=EpochKeys(len(dataset), per_step),
                                    num_workers=4 if device != "cpu" else 0)
+    if equivalence is not None:
+        # harness equivalence: layers named by position, the canonical state exported or
+        # loaded, the first batch's per-layer checksums, then the neutral sample order
+        if len(ctx) != 1:
+            fail("an equivalence run trains on one device")
+
+        def equivalence_data():
+            for images, labels in equivalence_batches(dataset.records, equivalence, per_step, s["seed"]):
+                yield mx.nd.array(images, ctx=ctx[0]), mx.nd.array(labels, ctx=ctx[0], dtype="float32")
+
+        first, first_labels = next(equivalence_data())
+        order = mxnet_equivalence.layer_order(net, lambda: net(first))
+        rename = mxnet_equivalence.canonical_names(order)
+        mxnet_equivalence.start(equivalence, net, rename, per_step)
+        initial = mxnet_equivalence.state_arrays(net, rename)
+        convs = [block for block, kind in order if kind == "conv"]
+        mxnet_equivalence.record_activations(
+            equivalence, [*((f"conv.{i}", b) for i, b in enumerate(convs)),
+                          ("fc", next(b for b, kind in order if kind == "fc"))],
+            lambda: loss_fn(net(first), first_labels).mean().asscalar())
+        mxnet_equivalence.load_arrays(net, initial, rename)  # the running statistics as they were
+        equivalence_stream = equivalence_data()
     if accum > 1:
         for param in net.collect_params().values():
             if param.grad_req != "null":
@@ -166,10 +193,11 @@ def main() -> int:
         mean_loss.reset()
         epoch_start = tick = time.time()
         epoch_samples = 0
-        batches = iter(loader)
+        batches = iter(loader) if equivalence is None else equivalence_stream
         for batch_index in range(steps_per_epoch):
             step += 1
             trainer.set_learning_rate(lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps))
+            step_loss = 0.0
             for _micro in range(accum):
                 images, labels = next(batches)
                 xs = gluon.utils.split_and_load(images.astype(dtype), ctx_list=ctx, even_split=True)
@@ -178,9 +206,15 @@ def main() -> int:
                     outputs = [net(x) for x in xs]
                     losses = [loss_fn(out.astype("float32"), y) for out, y in zip(outputs, ys)]
                 autograd.backward(losses)
+                if equivalence is not None:
+                    step_loss += float(sum(loss.mean().asscalar() for loss in losses)) / len(losses)
                 accuracy.update(ys, [out.astype("float32") for out in outputs])
                 mean_loss.update(None, losses)
+            if equivalence is not None and step == 1:
+                equivalence.gradients(mxnet_equivalence.grad_arrays(net, rename, 1.0 / (per_step * accum)))
             trainer.step(per_step * accum)
+            if equivalence is not None:
+                equivalence.step(step, step_loss / accum)
             if accum > 1:
                 net.collect_params().zero_grad()
             mx.nd.waitall()  # the step is done on every device before it is timed
@@ -203,6 +237,8 @@ def main() -> int:
         log(f"[Epoch {epoch}] training: accuracy={accuracy.get()[1]:f}")
         log(f"[Epoch {epoch}] speed: {int(epoch_samples / elapsed)} samples/sec\ttime cost: {elapsed:f}")
         epoch += 1
+    if equivalence is not None:
+        equivalence.finish(mxnet_equivalence.state_arrays(net, rename))
     if device == "cpu":
         log("> " + memory_line(process_peak_rss_mb(), "process max RSS"))
     log("> training finished")

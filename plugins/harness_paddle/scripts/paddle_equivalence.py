@@ -32,8 +32,10 @@ def _transposed(model) -> set[str]:
 
 def buffer_names(model, rename: dict[str, str] | None = None) -> list[str]:
     """Canonical names of the state's entries that are not trained (running statistics)."""
-    rename, params = rename or {}, {name for name, _ in model.named_parameters()}
-    return [rename.get(name, name) for name in _named_tensors(model) if name not in params]
+    rename = rename or {}
+    # BatchNorm's _mean and _variance are parameters that do not train (stop_gradient).
+    trained = {name for name, p in model.named_parameters() if not p.stop_gradient}
+    return [rename.get(name, name) for name in _named_tensors(model) if name not in trained]
 
 
 def state_arrays(model, rename: dict[str, str] | None = None) -> dict[str, np.ndarray]:
@@ -75,14 +77,13 @@ def start(eq: Equivalence, model, loss_terms: int, rename: dict[str, str] | None
 
 def record_activations(eq: Equivalence, layers: list, forward: Callable[[], object]) -> None:
     """Run ``forward`` once without gradients and record each layer's output, in the order
-    the layers ran (a layer's first output only)."""
-    seen: list = []
+    the layers ran (a layer's first output only), then the loss ``forward`` returns."""
+    outputs = eq.first_outputs()
 
     def hook_for(name):
         def hook(_layer, _inputs, output):
-            if name not in {n for n, _ in seen}:
-                out = output[0] if isinstance(output, (tuple, list)) else output
-                seen.append((name, out.numpy().astype(np.float32)))
+            out = output[0] if isinstance(output, (tuple, list)) else output
+            outputs.add(name, lambda: out.numpy())
         return hook
 
     handles = [layer.register_forward_post_hook(hook_for(name)) for name, layer in layers]
@@ -92,7 +93,32 @@ def record_activations(eq: Equivalence, layers: list, forward: Callable[[], obje
     finally:
         for handle in handles:
             handle.remove()
-    for name, array in seen:
-        eq.activation(name, array)
-    if isinstance(result, paddle.Tensor) and result.size == 1:
-        eq.activation("loss", result.numpy().astype(np.float32).reshape(()))
+    outputs.record(result.numpy() if isinstance(result, paddle.Tensor) else None)
+
+
+#: The CNN layers named by position (``equivalence.positional_names``): kind and parameter names.
+CNN_LAYERS = {paddle.nn.Conv2D: ("conv", {"weight": "weight"}),
+              paddle.nn.BatchNorm2D: ("bn", {"weight": "weight", "bias": "bias",
+                                             "_mean": "running_mean", "_variance": "running_var"}),
+              paddle.nn.Linear: ("fc", {"weight": "weight", "bias": "bias"})}
+
+
+def layer_order(model, forward: Callable[[], object]) -> list:
+    """``(name, kind, layer)`` of the model's CNN layers in the order ``forward`` runs them
+    (in eval mode without gradients: running statistics untouched)."""
+    names = {id(layer): name for name, layer in model.named_sublayers(include_self=True)}
+    order: list = []
+    hooks = [layer.register_forward_post_hook(
+        lambda m, _i, _o, kind=CNN_LAYERS[type(layer)][0]: order.append((names[id(m)], kind, m)))
+        for layer in model.sublayers(include_self=True) if type(layer) in CNN_LAYERS]
+    was_training = model.training
+    model.eval()
+    try:
+        with paddle.no_grad():
+            forward()
+    finally:
+        for hook in hooks:
+            hook.remove()
+        if was_training:
+            model.train()
+    return order

@@ -17,7 +17,9 @@ import numpy as np
 import paddle
 import paddle.nn.functional as F
 
-from image_records import ImageRecords
+from equivalence import Equivalence, positional_names
+from image_records import ImageRecords, equivalence_batches
+import paddle_equivalence
 from lr_schedule import lr_at
 from readback import print_readback
 from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_step, fail, finish, log,
@@ -45,10 +47,30 @@ def build_model(name: str, num_classes: int, width: float):
     from paddle.vision import models
 
     if name == "resnet50":
-        return models.resnet50(num_classes=num_classes)
+        return initialise(models.resnet50(num_classes=num_classes))
     if name == "mobilenet_v1":
-        return models.mobilenet_v1(scale=width, num_classes=num_classes)
+        return initialise(models.mobilenet_v1(scale=width, num_classes=num_classes))
     fail(f"unknown model {name!r}; this script trains resnet50 and mobilenet_v1")
+
+
+def initialise(model):
+    """The initialisation of the PyTorch plugin's networks (``cnn_models._init`` and
+    ``torch.nn.Linear``'s default), so the case starts from the same distribution in both:
+    paddle.vision's own is Kaiming normal over the fan-in for convolutions and Xavier uniform
+    for the classifier, which ``harness equivalence`` found to differ."""
+    for layer in model.sublayers():
+        if isinstance(layer, paddle.nn.Conv2D):
+            out_channels, _, kh, kw = layer.weight.shape
+            std = math.sqrt(2.0 / (out_channels * kh * kw))  # Kaiming normal, fan-out, ReLU
+            layer.weight.set_value(paddle.normal(0.0, std, layer.weight.shape))
+        elif isinstance(layer, paddle.nn.BatchNorm2D):
+            layer.weight.set_value(paddle.ones_like(layer.weight))
+            layer.bias.set_value(paddle.zeros_like(layer.bias))
+        elif isinstance(layer, paddle.nn.Linear):
+            bound = 1.0 / math.sqrt(layer.weight.shape[0])  # U(-1/sqrt(in), 1/sqrt(in))
+            layer.weight.set_value(paddle.uniform(layer.weight.shape, min=-bound, max=bound))
+            layer.bias.set_value(paddle.uniform(layer.bias.shape, min=-bound, max=bound))
+    return model
 
 
 def trainable_parameters(model) -> int:
@@ -83,9 +105,36 @@ def main() -> int:
     if dataset.records.image_size != p["image_size"] or dataset.records.num_classes != p["num_classes"]:
         fail(f"{args.data} holds {dataset.records.image_size}px images of {dataset.records.num_classes} "
              f"classes; the case wants {p['image_size']}px and {p['num_classes']}")
-    data = shuffled_batches(rt, dataset, mbs, workers=4, epoch_keys=True)
+    # harness equivalence: layers named by position, the canonical state exported or loaded,
+    # the first batch's per-layer checksums, then the neutral sample order
+    equivalence = Equivalence.from_config(args.config, "paddle", paddle.__version__)
+    if equivalence is None:
+        data = shuffled_batches(rt, dataset, mbs, workers=4, epoch_keys=True)
+    else:
+        def equivalence_data():
+            per_epoch = len(dataset) // mbs
+            for count, (images, labels) in enumerate(
+                    equivalence_batches(dataset.records, equivalence, mbs, s["seed"])):
+                yield count // per_epoch, count % per_epoch, (paddle.to_tensor(images),
+                                                              paddle.to_tensor(labels))
+
+        _, _, (first, first_labels) = next(equivalence_data())
+        order = paddle_equivalence.layer_order(model, lambda: model(first))
+        rename = positional_names([(name, kind) for name, kind, _ in order],
+                                  dict(paddle_equivalence.CNN_LAYERS.values()))
+        paddle_equivalence.start(equivalence, model, mbs, rename)
+        initial = paddle_equivalence.state_arrays(model, rename)
+        model.train()
+        convs = [layer for _, kind, layer in order if kind == "conv"]
+        paddle_equivalence.record_activations(
+            equivalence, [*((f"conv.{i}", m) for i, m in enumerate(convs)),
+                          ("fc", next(m for _, kind, m in order if kind == "fc"))],
+            lambda: F.cross_entropy(model(first), first_labels.reshape([-1, 1])))
+        paddle_equivalence.load_arrays(model, initial, rename)  # the running statistics as they were
+        data = equivalence_data()
     max_steps = s["max_steps"]
-    steps_per_epoch = max(1, data.batches_per_epoch // accum)
+    batches_per_epoch = data.batches_per_epoch if equivalence is None else len(dataset) // mbs
+    steps_per_epoch = max(1, batches_per_epoch // accum)
     epochs = math.ceil(max_steps / steps_per_epoch)
     if rt.rank == 0:
         log(f"> {model_args.model}: {n_params:,} trainable parameters, {p['image_size']}x{p['image_size']} "
@@ -106,16 +155,24 @@ def main() -> int:
     for step in range(1, max_steps + 1):
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
         optimizer.set_lr(lr)
+        step_loss = 0.0
         for micro in range(accum):
             _epoch, _index, (images, labels) = meter.next_batch(data)
             last = micro == accum - 1
             with rt.no_sync(model, last), autocast():
                 logits = model(images)
                 loss = F.cross_entropy(logits.astype("float32"), labels.reshape([-1, 1])) / accum
-            backward_and_step(loss, optimizer, scaler, last)
+            record_gradients = None
+            if equivalence is not None and step == 1:
+                def record_gradients():
+                    equivalence.gradients(paddle_equivalence.grad_arrays(model, rename))
+            backward_and_step(loss, optimizer, scaler, last, before_step=record_gradients)
+            step_loss += float(loss.item())
             meter.loss += float(loss.item())
             top1 += topk_accuracy(logits, labels, 1) / accum
             top5 += topk_accuracy(logits, labels, 5) / accum
+        if equivalence is not None:
+            equivalence.step(step, step_loss)
         n = meter.end_step(step)
         if n:
             avg_loss = meter.mean_loss(n, step)
@@ -128,6 +185,8 @@ def main() -> int:
                     f"ips: {mbs * accum / avg_batch:.5f} images/sec" + memory_fields(rt.device))
             meter.reset()
             top1 = top5 = 0.0
+    if equivalence is not None:
+        equivalence.finish(paddle_equivalence.state_arrays(model, rename))
     finish(rt)
     return 0
 

@@ -62,14 +62,13 @@ def start(eq: Equivalence, model: torch.nn.Module, loss_terms: int,
 def record_activations(eq: Equivalence, layers: list[tuple[str, torch.nn.Module]],
                        forward: Callable[[], object]) -> None:
     """Run ``forward`` once without gradients and record each layer's output, in the order
-    the layers ran (a layer's first output only)."""
-    seen: list[tuple[str, np.ndarray]] = []
+    the layers ran (a layer's first output only), then the loss ``forward`` returns."""
+    outputs = eq.first_outputs()
 
     def hook_for(name):
         def hook(_module, _inputs, output):
-            if name not in {n for n, _ in seen}:
-                out = output[0] if isinstance(output, (tuple, list)) else output
-                seen.append((name, out.detach().cpu().float().numpy()))
+            out = output[0] if isinstance(output, (tuple, list)) else output
+            outputs.add(name, lambda: out.detach().cpu().float().numpy())
         return hook
 
     handles = [module.register_forward_hook(hook_for(name)) for name, module in layers]
@@ -79,7 +78,32 @@ def record_activations(eq: Equivalence, layers: list[tuple[str, torch.nn.Module]
     finally:
         for handle in handles:
             handle.remove()
-    for name, array in seen:
-        eq.activation(name, array)
-    if isinstance(result, torch.Tensor) and result.dim() == 0:
-        eq.activation("loss", result.detach().cpu().float().numpy())
+    outputs.record(result.detach().cpu().float().numpy() if isinstance(result, torch.Tensor) else None)
+
+
+#: The CNN layers named by position (``equivalence.positional_names``): kind and parameter names.
+CNN_LAYERS = {torch.nn.Conv2d: ("conv", {"weight": "weight"}),
+              torch.nn.BatchNorm2d: ("bn", {"weight": "weight", "bias": "bias",
+                                            "running_mean": "running_mean",
+                                            "running_var": "running_var"}),
+              torch.nn.Linear: ("fc", {"weight": "weight", "bias": "bias"})}
+
+
+def layer_order(model: torch.nn.Module, forward: Callable[[], object]) -> list[tuple[str, str, torch.nn.Module]]:
+    """``(name, kind, module)`` of the model's CNN layers in the order ``forward`` runs them
+    (in eval mode without gradients: running statistics untouched)."""
+    names = {module: name for name, module in model.named_modules()}
+    order: list = []
+    hooks = [module.register_forward_hook(
+        lambda m, _i, _o, kind=CNN_LAYERS[type(module)][0]: order.append((names[m], kind, m)))
+        for module in model.modules() if type(module) in CNN_LAYERS]
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad():
+            forward()
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.train(was_training)
+    return order

@@ -26,7 +26,9 @@ from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
 from torch_setup import finish_training, mean_over_ranks, optimizer_step, run_and_exit, start_training
-from image_records import MEAN, STD, ImageRecords, augmentation_rng
+from image_records import MEAN, STD, ImageRecords, augmentation_rng, equivalence_batches
+from equivalence import Equivalence, positional_names
+import torch_equivalence
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -162,6 +164,29 @@ def main() -> int:
             compile=bool(p.get("compile")))
 
     data = iter(loader)
+    # harness equivalence: layers named by position, the canonical state exported or loaded,
+    # the first batch's per-layer checksums, then the neutral sample order
+    equivalence = Equivalence.from_config(args.config, "pytorch", torch.__version__)
+    if equivalence is not None:
+        def equivalence_data():
+            for images, labels in equivalence_batches(dataset.records, equivalence, mbs, s["seed"]):
+                yield torch.from_numpy(images), torch.from_numpy(labels)
+
+        first, first_labels = (t.to(device) for t in next(equivalence_data()))
+        order = torch_equivalence.layer_order(model, lambda: model(first))
+        rename = positional_names([(name, kind) for name, kind, _ in order],
+                                  dict(torch_equivalence.CNN_LAYERS.values()))
+        torch_equivalence.start(equivalence, model, mbs, rename)
+        initial = torch_equivalence.state_arrays(model, rename)
+        model.train()
+        convs = [module for _, kind, module in order if kind == "conv"]
+        torch_equivalence.record_activations(
+            equivalence, [*((f"conv.{i}", m) for i, m in enumerate(convs)),
+                          ("fc", next(m for _, kind, m in order if kind == "fc"))],
+            lambda: F.cross_entropy(model(first), first_labels))
+        torch_equivalence.load_arrays(model, initial, rename)  # the running statistics as they were
+        data = equivalence_data()
+        normalise = lambda images: images  # noqa: E731 (normalised by equivalence_batches)
     model.train()
     profiler = StepProfiler(rank, device.type, log)
     for step in range(1, max_steps + 1):
@@ -183,8 +208,12 @@ def main() -> int:
                 loss = F.cross_entropy(forward(images).float(), labels) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
+        if equivalence is not None and step == 1:
+            equivalence.gradients(torch_equivalence.grad_arrays(model, rename))
         optimizer_step(optimizer, scaler)
         value = mean_over_ranks(step_loss, world)  # waits for the step to finish on the device
+        if equivalence is not None:
+            equivalence.step(step, value)
         elapsed = time.perf_counter() - start
         profiler.end(step)
         if not math.isfinite(value):
@@ -197,6 +226,8 @@ def main() -> int:
                 ("train.compute_ips", f"{global_batch / max(elapsed - data_time, 1e-9):.2f}", "images/s"),
                 ("train.total_ips", f"{global_batch / elapsed:.2f}", "images/s"),
                 ("train.lr", f"{lr:.6f}", None), ("train.data_time", f"{data_time:.5f}", "s")])
+    if equivalence is not None:
+        equivalence.finish(torch_equivalence.state_arrays(model, rename))
     finish_training(runtime)
     return 0
 

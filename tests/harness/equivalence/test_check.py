@@ -94,3 +94,15 @@ def test_own_initialisations_are_compared_within_sampling_error():
     verdict = compare_traces(a, b)
     assert [d.split(":")[0] for d in verdict.init_differences] == ["blocks.0.fc.weight", "ln_f.weight"]
     assert not verdict.passed
+
+
+def test_batch_norm_statistics_count_as_reductions_over_batch_and_positions():
+    shapes = {"conv.0.weight": [8, 3, 3, 3], "bn.0.weight": [8], "conv.1.weight": [4, 8, 1, 1],
+              "bn.1.weight": [4], "fc.weight": [10, 4]}
+    layer_shapes = {"conv.0": [2, 8, 4, 4], "conv.1": [2, 4, 4, 4]}
+    tol = tolerance_for(shapes, [], 2, ["conv.0", "conv.1", "fc", "loss"], layer_shapes)
+    # conv.1's output: conv.0 (fan-in 27), bn.0 (k = 2 * 4 * 4 = 32), its own fan-in 8
+    assert tol.layers["conv.1"] == pytest.approx(UNIT_ROUNDOFF * (1 + math.sqrt(27) + math.sqrt(32)
+                                                                  + math.sqrt(8)))
+    assert tol.path_sum == pytest.approx(math.sqrt(27) + math.sqrt(32) + math.sqrt(8) + math.sqrt(32)
+                                         + math.sqrt(4) + math.sqrt(2))

@@ -72,3 +72,28 @@ def test_the_trace_holds_what_harness_compares(tmp_path):
     from harness.equivalence.trace import read_trace
 
     assert read_trace(tmp_path / "trace.json").parameter_count == 6  # buffers not counted
+
+
+def test_positional_names_number_layers_by_kind_in_forward_order():
+    from equivalence import positional_names
+
+    order = [("stem.0", "conv"), ("stem.1", "bn"), ("body.conv", "conv"), ("down.0", "conv"),
+             ("body.bn", "bn"), ("head", "fc")]
+    rename = positional_names(order, {"conv": {"weight": "weight"},
+                                      "bn": {"gamma": "weight", "_mean": "running_mean"},
+                                      "fc": {"weight": "weight"}})
+    assert rename == {"stem.0.weight": "conv.0.weight", "stem.1.gamma": "bn.0.weight",
+                      "stem.1._mean": "bn.0.running_mean", "body.conv.weight": "conv.1.weight",
+                      "down.0.weight": "conv.2.weight", "body.bn.gamma": "bn.1.weight",
+                      "body.bn._mean": "bn.1.running_mean", "head.weight": "fc.weight"}
+
+
+def test_first_outputs_keep_each_layers_first_output_in_order(tmp_path):
+    eq = Equivalence(_setting(tmp_path), "x", "1")
+    outputs = eq.first_outputs()
+    calls = []
+    for name, value in (("b", 1.0), ("a", 2.0), ("b", 3.0)):  # b runs again: its first output stays
+        outputs.add(name, lambda value=value: calls.append(value) or np.full(2, value))
+    outputs.record(np.float32(0.5))
+    assert calls == [1.0, 2.0]  # a repeated layer's output is not even converted
+    assert [(a["name"], a["mean"]) for a in eq.trace["activations"]] == [("b", 1.0), ("a", 2.0), ("loss", 0.5)]
