@@ -21,20 +21,31 @@ class LogParser(ABC):
 
 
 class LogFormat(ABC):
-    """A family of log lines, e.g. Megatron-LM iteration lines."""
+    """A family of log lines, e.g. Megatron-LM iteration lines.
+
+    A format names itself, its unit, the framework that writes it and its default aggregation
+    method, says whether a line is one of its own (``detect``), and names the class of its
+    line-by-line parser (``parser``), which ``new_parser`` builds with the format's name and
+    unit.
+    """
 
     name: str = ""
     description: str = ""
     unit: str | None = None
+    framework: str | None = None
     default_method: str = "mean-after-warmup"
+    #: The parser class; built as ``parser(format_name=name, default_unit=unit, **hints)``.
+    parser: type[LogParser] | None = None
 
     @abstractmethod
     def detect(self, line: str) -> bool:
         """True when this single line is characteristic of the format."""
 
-    @abstractmethod
     def new_parser(self, **hints: Any) -> LogParser:
         """A fresh parser; hints carry what the log may not say (seq_len, gpus, batch size)."""
+        if self.parser is None:
+            raise NotImplementedError(f"log format {self.name!r} names no parser class")
+        return self.parser(format_name=self.name, default_unit=self.unit, **hints)
 
     def parse_file(self, path, **hints: Any) -> ParsedLog:
         parser = self.new_parser(**hints)

@@ -21,7 +21,7 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
     "harness.builtin.log_formats",
     "harness_cases.plugin",
     "harness_pytorch.plugin",
-    "harness_pytorch.log_formats",
+    "harness_pytorch.log_formats_plugin",
     "harness_paddle.log_formats_plugin",
     "harness_mxnet.log_formats_plugin",
     "harness_paddle.plugin",

@@ -55,9 +55,6 @@ def _first(values: dict[str, Any], keys: tuple[str, ...]) -> float | None:
 
 
 class FlagPerfParser(RecordingParser):
-    format_name = "flagperf"
-    default_unit = "samples/s"
-
     def feed(self, line: str) -> StepRecord | None:
         event = self.marked_json(line, MARKER)
         if event is None:
@@ -99,9 +96,7 @@ class FlagPerfFormat(LogFormat):
     description = "FlagPerf '[PerfLog] {json}' training events (STEP_END rates, FINISHED summary)"
     unit = "samples/s"
     default_method = "harness"
+    parser = FlagPerfParser
 
     def detect(self, line: str) -> bool:
         return MARKER in line and '"event"' in line
-
-    def new_parser(self, **hints: Any) -> FlagPerfParser:
-        return FlagPerfParser(**hints)

@@ -15,7 +15,6 @@ GPUs of a distribution strategy).
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from harness.logformat import LogFormat
 from harness.logparse.recorder import RecordingParser
@@ -29,9 +28,6 @@ _AVG = re.compile(r"'avg_exp_per_second':\s*([\d.]+(?:[eE][-+]?\d+)?)")
 
 
 class KerasTimeHistoryParser(RecordingParser):
-    format_name = "keras_timehistory"
-    default_unit = "examples/s"
-
     def feed(self, line: str) -> StepRecord | None:
         if "TimeHistory:" in line:
             match = _TIME_HISTORY.search(line)
@@ -61,10 +57,8 @@ class KerasTimeHistoryFormat(LogFormat):
     unit = "examples/s"
     framework = "tensorflow"
     default_method = "harness"
+    parser = KerasTimeHistoryParser
 
     def detect(self, line: str) -> bool:
         return ("TimeHistory:" in line and bool(_TIME_HISTORY.search(line))) or \
             ("BenchmarkMetric:" in line and bool(_BENCHMARK_METRIC.search(line)))
-
-    def new_parser(self, **hints: Any) -> KerasTimeHistoryParser:
-        return KerasTimeHistoryParser(**hints)

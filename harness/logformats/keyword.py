@@ -36,8 +36,6 @@ TIME_UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6}
 
 
 class KeywordParser(RecordingParser):
-    format_name = "keyword"
-
     def __init__(self, keyword: str | None = None, model_mode: int = -1,
                  base_batch_size: int | None = None, time_unit: str = "s",
                  ips_unit: str | None = None, separator: str | None = None,
@@ -108,9 +106,7 @@ class KeywordFormat(LogFormat):
     description = "Generic keyword mode of the seeds' analysis.py (--keyword, --model-mode, ...); never auto-detected"
     unit = None
     default_method = "analysis-py"
+    parser = KeywordParser
 
     def detect(self, line: str) -> bool:
         return False  # only chosen explicitly: any keyword would match too much
-
-    def new_parser(self, **hints: Any) -> KeywordParser:
-        return KeywordParser(**hints)

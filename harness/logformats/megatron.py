@@ -71,7 +71,10 @@ def _search_number(key: str, line: str) -> float | None:
 
 
 class MegatronParser(LogParser):
-    def __init__(self, seq_len: int | None = None, keep_steps: bool = True, step_sink=None):
+    def __init__(self, seq_len: int | None = None, keep_steps: bool = True, step_sink=None,
+                 **_: Any):
+        # Hints it has no use for (gpus, batch size, the format's name and unit) are ignored:
+        # Megatron-LM prints job totals, and the unit follows from seq_len.
         self.seq_len = seq_len
         self.keep_steps = keep_steps
         # Streaming readers of huge logs pass a callable taking the StepRecord fields; steps
@@ -176,12 +179,9 @@ class MegatronFormat(LogFormat):
     unit = "tokens/s"
     framework = "pytorch"
     default_method = "mean-after-warmup"
+    parser = MegatronParser
 
     def detect(self, line: str) -> bool:
         if "steps:" in line and "iter time (s):" in line:
             return bool(_PIPE_STEPS.search(line))
         return bool(_ITERATION.search(line)) and "elapsed time per iteration" in line
-
-    def new_parser(self, seq_len: int | None = None, keep_steps: bool = True, step_sink=None,
-                   **_: Any) -> MegatronParser:
-        return MegatronParser(seq_len=seq_len, keep_steps=keep_steps, step_sink=step_sink)

@@ -70,9 +70,6 @@ _AVERAGE_SPEED = re.compile(r"Average speed ([\d.]+(?:[eE][-+]?\d+)?) records/s"
 
 
 class MLLogParser(RecordingParser):
-    format_name = "mllog"
-    default_unit = "samples/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self.meta["end_marker"] = "run_stop"
@@ -409,11 +406,9 @@ class MLLogFormat(LogFormat):
                    "throughput from tracked_stats, epoch or block intervals, or samples trained")
     unit = "samples/s"
     default_method = "harness"
+    parser = MLLogParser
 
     def detect(self, line: str) -> bool:
         if MARKER in line:
             return '"key"' in line
         return _LEGACY_LINE.search(line) is not None if LEGACY_MARKER in line else False
-
-    def new_parser(self, **hints: Any) -> MLLogParser:
-        return MLLogParser(**hints)

@@ -34,9 +34,6 @@ _BATCH = re.compile(r"\bbatch_size : (\d+)")
 
 
 class TFBertParser(RecordingParser):
-    format_name = "dllogger_tf_bert"
-    default_unit = "sequences/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self._summary_seen = False
@@ -79,6 +76,7 @@ class TFBertFormat(LogFormat):
     unit = "sequences/s"
     framework = "tensorflow"
     default_method = "harness"
+    parser = TFBertParser
 
     def detect(self, line: str) -> bool:
         if "DLL 2" not in line or "throughput_train" not in line:
@@ -86,14 +84,8 @@ class TFBertFormat(LogFormat):
         rec = parse_dll_line(line)
         return rec is not None and rec.kind == "step"
 
-    def new_parser(self, **hints: Any) -> TFBertParser:
-        return TFBertParser(**hints)
-
 
 class TFResNetParser(RecordingParser):
-    format_name = "tensorflow_dle"
-    default_unit = "images/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self.meta["end_marker"] = "the final train_throughput line"
@@ -131,12 +123,10 @@ class TFResNetFormat(LogFormat):
     unit = "images/s"
     framework = "tensorflow"
     default_method = "harness"
+    parser = TFResNetParser
 
     def detect(self, line: str) -> bool:
         if "DLL 2" not in line or " total_ips :" not in line or "train." in line:
             return False
         rec = parse_dll_line(line)
         return rec is not None and rec.kind == "step"
-
-    def new_parser(self, **hints: Any) -> TFResNetParser:
-        return TFResNetParser(**hints)

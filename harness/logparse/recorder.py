@@ -102,13 +102,19 @@ class RecordingParser(LogParser):
     ``keep_steps`` (False: do not keep the step list, for streaming very large logs; the
     steps are still returned by ``feed``), ``step_sink`` (with ``keep_steps=False``: a
     callable taking the StepRecord fields, called instead of building and returning records).
+    ``format_name`` and ``default_unit`` come from the format that builds the parser.
     """
 
     format_name = ""
     default_unit: str | None = None
 
     def __init__(self, gpus: int | None = None, batch_size: int | None = None,
-                 seq_len: int | None = None, keep_steps: bool = True, step_sink=None, **_: Any):
+                 seq_len: int | None = None, keep_steps: bool = True, step_sink=None,
+                 format_name: str | None = None, default_unit: str | None = None, **_: Any):
+        # The format that builds the parser names it (LogFormat.new_parser); a parser class
+        # may also name itself.
+        self.format_name = format_name or self.format_name
+        self.default_unit = default_unit or self.default_unit
         self.gpus = gpus
         self.batch_size = batch_size
         self.seq_len = seq_len

@@ -11,7 +11,7 @@ from harness import hookimpl
 
 @hookimpl
 def register_log_formats(register) -> None:
-    from harness_mxnet.log_formats import GluonCVFormat, MXNetDLEFormat
+    from harness_mxnet.mxnet_log import GluonCVFormat, MXNetDLEFormat
 
     register(GluonCVFormat())
     register(MXNetDLEFormat())

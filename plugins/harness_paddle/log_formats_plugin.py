@@ -11,7 +11,7 @@ from harness import hookimpl
 
 @hookimpl
 def register_log_formats(register) -> None:
-    from harness_paddle.log_formats import PaddleClasFormat, PaddleNLPFormat
+    from harness_paddle.paddle_log import PaddleClasFormat, PaddleNLPFormat
 
     register(PaddleNLPFormat())
     register(PaddleClasFormat())

@@ -34,9 +34,6 @@ FRAMEWORK_FIELD = "RunningAvgSamplesPerSec"
 
 
 class DeepSpeedTimerParser(RecordingParser):
-    format_name = "deepspeed"
-    default_unit = "samples/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self._last_count = 0  # the timer's count of the previous line (it restarts per epoch)
@@ -88,9 +85,7 @@ class DeepSpeedTimerFormat(LogFormat):
     unit = "samples/s"
     framework = "pytorch"
     default_method = "harness"
+    parser = DeepSpeedTimerParser
 
     def detect(self, line: str) -> bool:
         return "CurrSamplesPerSec=" in line and _TIMER.search(line) is not None
-
-    def new_parser(self, **hints: Any) -> DeepSpeedTimerParser:
-        return DeepSpeedTimerParser(**hints)

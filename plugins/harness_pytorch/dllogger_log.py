@@ -80,9 +80,6 @@ class _DLLParser(RecordingParser):
 
 
 class BertDLLParser(_DLLParser):
-    format_name = "dllogger"
-    default_unit = "sequences/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self._accumulation: int | None = None
@@ -187,6 +184,7 @@ class DLLoggerFormat(LogFormat):
     unit = "sequences/s"
     framework = "pytorch"
     default_method = "framework"
+    parser = BertDLLParser
 
     def detect(self, line: str) -> bool:
         if "DLL 2" not in line or not ("Training Iteration" in line
@@ -194,17 +192,11 @@ class DLLoggerFormat(LogFormat):
             return False
         return parse_dll_line(line) is not None
 
-    def new_parser(self, **hints: Any) -> BertDLLParser:
-        return BertDLLParser(**hints)
-
 
 # --------------------------------------------------------------------------- ResNet-50
 
 
 class ResNetDLLParser(_DLLParser):
-    format_name = "pytorch_dle"
-    default_unit = "images/s"
-
     def __init__(self, use_compute_ips: bool = False, **hints: Any):
         super().__init__(**hints)
         self.key = "train.compute_ips" if use_compute_ips else "train.total_ips"
@@ -258,9 +250,7 @@ class PyTorchDLEFormat(LogFormat):
     unit = "images/s"
     framework = "pytorch"
     default_method = "harness"
+    parser = ResNetDLLParser
 
     def detect(self, line: str) -> bool:
         return "DLL 2" in line and "train.total_ips" in line and parse_dll_line(line) is not None
-
-    def new_parser(self, **hints: Any) -> ResNetDLLParser:
-        return ResNetDLLParser(**hints)

@@ -151,3 +151,16 @@ def test_a_plugin_registering_a_builtin_name_is_skipped_with_a_one_line_warning(
         ("framework", "pytorch", "harness_pytorch.plugin")]
     table = run_cli(["plugins"], cli_env, tmp_path)
     assert "Skipped registrations" in table.stdout and "impostor_demo" in table.stdout
+
+
+def test_modules_are_named_for_what_they_are():
+    """A module the plugin manager registers is ``plugin`` or ``<topic>_plugin`` (the core's
+    ``harness.builtin`` package aside); a module of log formats and their parsers is
+    ``<source>_log`` (the core's own live in ``harness.logformats``)."""
+    for name in DEFAULT_PLUGINS:
+        if not name.startswith("harness.builtin."):
+            assert name.rsplit(".", 1)[1].endswith("plugin"), name
+    formats = Harness.load(load_entrypoints=False, blocked=set()).registry.log_formats
+    for name, fmt in formats.items.items():
+        module = type(fmt).__module__
+        assert module.startswith("harness.logformats.") or module.endswith("_log"), (name, module)

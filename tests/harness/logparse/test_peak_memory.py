@@ -28,8 +28,8 @@ def test_other_lines_state_no_peak(line):
 def test_every_format_of_a_built_in_script_reads_it():
     """What the Megatron, DLLogger, PaddleNLP, PaddleClas and gluon-cv formats take from it."""
     from harness.logformats.megatron import MegatronFormat
-    from harness_mxnet.log_formats import GluonCVFormat
-    from harness_paddle.log_formats import PaddleClasFormat, PaddleNLPFormat
+    from harness_mxnet.mxnet_log import GluonCVFormat
+    from harness_paddle.paddle_log import PaddleClasFormat, PaddleNLPFormat
     from harness_pytorch.dllogger_log import DLLoggerFormat
 
     for log_format in (MegatronFormat(), DLLoggerFormat(), PaddleNLPFormat(), PaddleClasFormat(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from harness.logparse.summary import CURVE_POINTS, Curve, stream_log
-from harness_paddle.log_formats import PaddleNLPFormat
+from harness_paddle.paddle_log import PaddleNLPFormat
 
 LINE = ("total step: {step}, epoch: 0, batch: {step}, loss: {loss}, avg_reader_cost: 0.1 sec, "
         "avg_batch_cost: 0.5 sec, avg_samples: 96.00000, ips: {ips} sequences/sec")

@@ -1,6 +1,6 @@
 """PaddleNLP prints 'global step N' and, in some releases, 'global step: N': both are steps."""
 
-from harness_paddle.log_formats import PaddleNLPFormat
+from harness_paddle.paddle_log import PaddleNLPFormat
 
 LINE = ("global step{sep} {n}, epoch: 0, batch: {b}, loss: 10.5, avg_reader_cost: 0.01 sec, "
         "avg_batch_cost: 1.0 sec, speed: 1.0 step/s, ips_total: 8192 tokens/s, ips: 8192 tokens/s, "

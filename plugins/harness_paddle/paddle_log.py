@@ -151,9 +151,6 @@ def _is_nlp_step_line(line: str) -> bool:
 
 
 class PaddleNLPParser(_PaddleParser):
-    format_name = "paddlenlp"
-    default_unit = "samples/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self._unit_text: str | None = None
@@ -237,6 +234,7 @@ class PaddleNLPFormat(LogFormat):
     unit = "samples/s"
     framework = "paddle"
     default_method = "trimmed"
+    parser = PaddleNLPParser
 
     def detect(self, line: str) -> bool:
         if not _is_nlp_step_line(line):
@@ -244,9 +242,6 @@ class PaddleNLPFormat(LogFormat):
         if not (_IPS.search(line) or _IPS_TOTAL.search(line)):
             return False
         return bool(_NLP_STEP.search(line)) or "[train]" in line
-
-    def new_parser(self, **hints: Any) -> PaddleNLPParser:
-        return PaddleNLPParser(**hints)
 
 
 # --------------------------------------------------------------------------- PaddleClas
@@ -260,9 +255,6 @@ def _is_clas_step_line(line: str) -> bool:
 
 
 class PaddleClasParser(_PaddleParser):
-    format_name = "paddleclas"
-    default_unit = "images/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self._last_epoch: int | None = None
@@ -317,11 +309,9 @@ class PaddleClasFormat(LogFormat):
     unit = "images/s"
     framework = "paddle"
     default_method = "trimmed"
+    parser = PaddleClasParser
 
     def detect(self, line: str) -> bool:
         return _is_clas_step_line(line) and bool(
             (_CLAS_STATIC.search(line) or _CLAS_DYNAMIC.search(line)) and _IPS.search(line)
         )
-
-    def new_parser(self, **hints: Any) -> PaddleClasParser:
-        return PaddleClasParser(**hints)

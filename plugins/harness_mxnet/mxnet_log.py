@@ -75,9 +75,6 @@ _TOTAL_BATCH = re.compile(r"\bTotal batch size is set to (\d+)")
 
 
 class GluonCVParser(RecordingParser):
-    format_name = "gluoncv"
-    default_unit = "samples/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self._epoch_offset = 0
@@ -225,6 +222,7 @@ class GluonCVFormat(LogFormat):
     unit = "samples/s"
     framework = "mxnet"
     default_method = "harness"
+    parser = GluonCVParser
 
     def detect(self, line: str) -> bool:
         if "Speed:" in line:
@@ -233,9 +231,6 @@ class GluonCVFormat(LogFormat):
             return bool(_CIFAR_EPOCH.search(line))
         return "speed:" in line and "[Epoch" in line and bool(_EPOCH_SPEED.search(line))
 
-    def new_parser(self, **hints: Any) -> GluonCVParser:
-        return GluonCVParser(**hints)
-
 
 # --------------------------------------------------------------------------- NGC MXNet ResNet
 
@@ -243,9 +238,6 @@ _GPU_LIST = re.compile(r"\bgpus : \[([\d, ]*)\]")
 
 
 class MXNetDLEParser(RecordingParser):
-    format_name = "mxnet_dle"
-    default_unit = "images/s"
-
     def __init__(self, **hints: Any):
         super().__init__(**hints)
         self.epoch_throughput: list[float] = []
@@ -313,12 +305,10 @@ class MXNetDLEFormat(LogFormat):
     unit = "images/s"
     framework = "mxnet"
     default_method = "harmonic-epoch"
+    parser = MXNetDLEParser
 
     def detect(self, line: str) -> bool:
         if "train.ips" not in line:
             return False
         rec = parse_dll_line(line)
         return rec is not None and "train.ips" in rec.fields
-
-    def new_parser(self, **hints: Any) -> MXNetDLEParser:
-        return MXNetDLEParser(**hints)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness_mxnet.log_formats import GluonCVFormat, MXNetDLEFormat
+from harness_mxnet.mxnet_log import GluonCVFormat, MXNetDLEFormat
 
 GLUON = (
     "INFO:root:Namespace(batch_size=64, num_gpus=8)\n"

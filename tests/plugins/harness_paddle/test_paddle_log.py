@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness_paddle.log_formats import PaddleClasFormat, PaddleNLPFormat
+from harness_paddle.paddle_log import PaddleClasFormat, PaddleNLPFormat
 from harness.logparse.recorder import PER_DEVICE, TOTAL
 
 TOTAL_STEP = (
