@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from harness.models import CaseSpec
+from harness_cases.gpt_knobs import GPT_CHOICES
+from harness_cases.shared_scripts.gpt_knobs import GPT_KNOB_DEFAULTS
 
 # name: (layers, hidden, heads, learning rate) from the GPT-3 paper. The paper lists 24
 # heads for 1.3B and d_model 5140 for 13B, neither of which divides into its own d_head
@@ -29,15 +31,6 @@ GPT_VENDOR_OVERRIDABLE = frozenset({
     "pipeline_parallel_degree", "fused_optimizer", "attention_backend", "offload",
     "master_weights", "gradient_accumulation_fusion",
 })
-
-# Values the training scripts understand, checked before launch: recompute granularity, and
-# the attention kernel (auto/flash/cudnn/efficient: PyTorch's SDPA backends; local:
-# Megatron-core's own attention).
-GPT_CHOICES = {
-    "recompute": ("none", "selective", "full"),
-    "attention_backend": ("auto", "flash", "cudnn", "efficient", "local"),
-    "master_weights": ("model", "optimizer"),
-}
 
 # A laptop-CPU preset: same code path, tiny dimensions, a handful of steps.
 GPT_SMOKE = {
@@ -70,24 +63,9 @@ def gpt3_case(name: str) -> CaseSpec:
             "learning_rate": lr, "min_learning_rate": lr / 10, "lr_warmup_steps": 10,
             "lr_decay_steps": 0, "weight_decay": 0.1, "adam_beta1": 0.9, "adam_beta2": 0.95,
             "grad_clip": 1.0, "init_std": 0.02,
-            "recompute": "none", "compile": False, "fused_optimizer": True,
-            "attention_backend": "auto",
-            # "cpu": fp32 master weights and AdamW states in host memory (one device only).
-            "offload": "none",
-            # "model": fp32 parameters cast by autocast in every micro-batch; "optimizer":
-            # compute-dtype parameters and residual stream, fp32 master weights and gradient
-            # accumulation kept by the optimizer (Megatron-LM's bf16 layout; the PyTorch plugin
-            # runs it on one device, the Megatron-core plugin in bf16/fp16 only).
-            "master_weights": "model",
-            # true: where the optimizer keeps flat fp32 gradients (master_weights=optimizer or
-            # offload=cpu) on CUDA, the block linears' weight gradients are added into them by
-            # the matrix product, except in fp8 (torchao's linears): Megatron-LM's gradient
-            # accumulation fusion, which the Megatron-core plugin has only where apex's
-            # extension is installed. Off by default: vendors turn it on where it measured
-            # faster (nvidia: gpt3_1.3B and gpt3_6.7B).
-            "gradient_accumulation_fusion": False,
-            "sharding_stage": 0, "sharding_degree": 0,
-            "tensor_parallel_degree": 1, "pipeline_parallel_degree": 1,
+            # How to train: recompute, kernels, optimizer placement, parallel layout
+            # (harness_cases.gpt_knobs types them; their defaults live in one place).
+            **GPT_KNOB_DEFAULTS,
             "log_interval": 1,
         },
         smoke=GPT_SMOKE,

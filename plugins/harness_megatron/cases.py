@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.models import CaseSpec
+from harness_cases.shared_scripts.gpt_knobs import GPT_KNOB_DEFAULTS
 from harness_megatron.case_names import SEED_MATRIX, HOST_MATRIX, SEQ_LEN, MatrixCase, parse_case_name
 
 # Keys that make a matrix case what it is. The process count and batch settings are part of
@@ -12,6 +13,9 @@ MATRIX_IMMUTABLE = frozenset({"num_layers", "hidden_size", "num_heads", "vocab_s
 # Run-time knobs only: never the measurement window (harness.measurement_window).
 MATRIX_VENDOR_OVERRIDABLE = frozenset({"precision", "recompute", "sharding_stage",
                                        "attention_backend"})
+#: The GPT knobs a matrix case's params carry (harness_cases' defaults).
+MATRIX_KNOBS = ("recompute", "compile", "fused_optimizer", "attention_backend", "sharding_stage",
+                "sharding_degree")
 #: The attention kernels train_megatron_gpt.py runs: PyTorch's scaled_dot_product_attention
 #: with its own kernel choice (auto), or Megatron-core's local attention.
 MEGATRON_ATTENTION = ("auto", "local")
@@ -43,8 +47,9 @@ def matrix_case(case: MatrixCase) -> CaseSpec:
             "dropout": 0.1, "learning_rate": 1.5e-4, "min_learning_rate": 1.0e-5,
             "lr_warmup_steps": 10, "lr_decay_steps": 0, "weight_decay": 0.01,
             "adam_beta1": 0.9, "adam_beta2": 0.95, "grad_clip": 1.0, "init_std": 0.02,
-            "recompute": "none", "compile": False, "fused_optimizer": True,
-            "attention_backend": "auto", "sharding_stage": 0, "sharding_degree": 0,
+            # The knobs train_megatron_gpt.py reads, at their defaults (the seeds' matrix
+            # predates master_weights: Megatron-core derives it from the precision).
+            **{knob: GPT_KNOB_DEFAULTS[knob] for knob in MATRIX_KNOBS},
             "tensor_parallel_degree": case.tp, "pipeline_parallel_degree": case.pp,
             "log_interval": 1,
         },

@@ -40,6 +40,7 @@ from dataclasses import dataclass
 
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
 from harness_cases.gpt_candidate_speed import HALVED_BATCH_SPEED, RECOMPUTE_SPEED
+from harness_cases.gpt_knobs import GptKnobs
 
 GIB = 2**30
 # Bytes per b·s·h·L (per tensor rank) saved by a block in bf16 with SDPA attention and no
@@ -92,9 +93,9 @@ class Layout:
 
 
 def layout_of(p: dict, world: int) -> Layout:
-    return Layout(world=world, tp=int(p.get("tensor_parallel_degree", 1)),
-                  pp=int(p.get("pipeline_parallel_degree", 1)),
-                  sharding_stage=int(p.get("sharding_stage", 0) or 0))
+    knobs = GptKnobs.of(p)
+    return Layout(world=world, tp=knobs.tensor_parallel_degree, pp=knobs.pipeline_parallel_degree,
+                  sharding_stage=knobs.sharding_stage)
 
 
 def rank_parameters(p: dict, tp: int, pp: int, stage: int) -> int:
@@ -136,7 +137,8 @@ def stage_estimate(p: dict, *, precision: str, micro_batch: int, micro_batches: 
     scale = FP32_ACTIVATION_SCALE if fp32 else 1.0
     per_block = (ACTIVATION_BYTES + (DROPOUT_BYTES if dropout else 0.0)) * scale
     scores = 0.0
-    if str(p.get("attention_backend", "auto")) == "local":
+    knobs = GptKnobs.of(p)
+    if knobs.attention_backend == "local":
         scores = (SCORE_BYTES + (SCORE_DROPOUT_BYTES if dropout else 0.0)) * heads * seq / h * scale
     if recompute == "full":  # the checkpoints of every micro-batch, one layer recomputed
         act = (tokens * layers * CHECKPOINT_INPUT_BYTES * scale
@@ -147,7 +149,7 @@ def stage_estimate(p: dict, *, precision: str, micro_batch: int, micro_batches: 
         act = tokens * h * layers * (per_block + scores) / tp
     logit_bytes = LOGIT_BYTES_FP32 if fp32 else LOGIT_BYTES
     logits = micro_batch * seq * vocab * logit_bytes / tp if stage == pp - 1 else 0.0
-    foreach = 0 if p.get("fused_optimizer", True) else FOREACH_TEMP_BYTES * n // shards
+    foreach = 0 if knobs.fused_optimizer else FOREACH_TEMP_BYTES * n // shards
     components = {"weights": weights, "master weights": master, "gradients": grads,
                   "optimizer states": states}
     if foreach > act + logits:
@@ -188,14 +190,15 @@ def memory_plan(params: dict, settings, *, recompute_choices: tuple[str, ...] = 
     """
     precision, world = settings.precision, settings.world_size
     mbs, accum = settings.micro_batch_size, settings.grad_accum_steps
-    recompute = str(params.get("recompute", "none"))
+    knobs = GptKnobs.of(params)
+    recompute = knobs.recompute
     layout = layout_of(params, world)
 
     def est(p: dict = params, *, batch: int = mbs, rec: str = recompute) -> MemoryEstimate:
         return estimate(p, precision=precision, micro_batch=batch,
                         micro_batches=accum * (mbs // batch), world=world, recompute=rec)
 
-    local = str(params.get("attention_backend", "auto")) == "local"
+    local = knobs.attention_backend == "local"
     start = RECOMPUTE_ORDER.index(recompute) if recompute in RECOMPUTE_ORDER else 0
     recomputes = [r for r in RECOMPUTE_ORDER[start:] if r == recompute or (
         r in recompute_choices and (r != "selective" or local))]
@@ -236,7 +239,7 @@ def _tensor_parallel_hints(params: dict, settings, usable: int) -> list[str]:
         p = {**params, "tensor_parallel_degree": gpus, "pipeline_parallel_degree": 1}
         split = estimate(p, precision=settings.precision, micro_batch=settings.micro_batch_size,
                          micro_batches=settings.grad_accum_steps, world=gpus,
-                         recompute=str(params.get("recompute", "none")))
+                         recompute=GptKnobs.of(params).recompute)
         if split.total_bytes <= usable:
             return [f"--nproc {gpus} --set tensor_parallel_degree={gpus} (tensor parallel on "
                     f"{gpus} GPUs of this size: about {split.total_bytes / GIB:,.0f} GiB each)"]

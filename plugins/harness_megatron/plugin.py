@@ -12,6 +12,7 @@ from harness.launch import torchrun_node_arguments
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 from harness_megatron.cases import MEGATRON_ATTENTION
+from harness_cases.gpt_knobs import GptKnobs
 
 FRAMEWORK = "megatron"
 SCRIPT = Path(__file__).parent / "scripts" / "train_megatron_gpt.py"
@@ -55,14 +56,14 @@ def _needs_nvidia_gpus(context: RunContext) -> str | None:
 def unsupported_reason(context: RunContext) -> str | None:
     """Settings of the GPT cases that train_megatron_gpt.py does not implement are refused, not
     ignored: the result would record them as the run's settings."""
-    params = context.config.params
+    knobs = GptKnobs.of(context.config.params)
     if context.config.settings.precision == "fp8":
         return "Megatron-core trains fp8 through Transformer Engine, which this plugin does not use"
-    if str(params.get("offload", "none")) != "none":
+    if knobs.offload != "none":
         return "the Megatron-core plugin keeps its optimizer on the GPU (offload=none)"
-    if params.get("compile"):
+    if knobs.compile:
         return "the Megatron-core plugin does not torch.compile its model; run it with compile=false"
-    attention = str(params.get("attention_backend", "auto"))
+    attention = knobs.attention_backend
     if attention not in MEGATRON_ATTENTION:
         return (f"attention_backend={attention}: the Megatron-core plugin runs attention through "
                 f"{' or '.join(MEGATRON_ATTENTION)} (scaled_dot_product_attention's own kernel "
@@ -104,9 +105,8 @@ def _layout_refusal(context: RunContext) -> str | None:
                     f"{case.world_size} GPUs; this run has {world} (--nproc/--nnodes). "
                     "Pick a case whose layout fits.")
     p = context.config.params
-    # Read as the script reads them (int(p.get(key, 1))): a 0 here must be refused, not taken for 1.
-    tp = int(p.get("tensor_parallel_degree", 1))
-    pp = int(p.get("pipeline_parallel_degree", 1))
+    knobs = GptKnobs.of(p)  # a 0 here must be refused, not taken for 1
+    tp, pp = knobs.tensor_parallel_degree, knobs.pipeline_parallel_degree
     if tp < 1 or pp < 1:
         return (f"tensor parallel {tp} / pipeline parallel {pp}: each degree is a whole number "
                 "of at least 1")

@@ -12,6 +12,7 @@ import re
 from pydantic import BaseModel, Field
 
 from harness.errors import UnavailableError, UserInputError
+from harness_cases.gpt_knobs import GptKnobs
 
 _NAME = re.compile(r"TP(\d+)PP(\d+)SH(\d+)SP(\d+)")
 
@@ -47,12 +48,19 @@ def parse_config_name(name: str) -> ParallelLayout | None:
                           sharding_stage=stage, sharding_degree=degree)
 
 
+#: The GPT knobs that make a parallel layout.
+LAYOUT_KNOBS = ("tensor_parallel_degree", "pipeline_parallel_degree", "sharding_stage",
+                "sharding_degree")
+
+
 def layout_from_params(params: dict) -> ParallelLayout:
+    # Any case's params (BERT's too): only the layout knobs are read.
+    knobs = GptKnobs.of({key: params.get(key) for key in LAYOUT_KNOBS})
     return ParallelLayout(
-        tensor_parallel_degree=int(params.get("tensor_parallel_degree", 1) or 1),
-        pipeline_parallel_degree=int(params.get("pipeline_parallel_degree", 1) or 1),
-        sharding_stage=int(params.get("sharding_stage", 0) or 0),
-        sharding_degree=int(params.get("sharding_degree", 1) or 1),
+        tensor_parallel_degree=knobs.tensor_parallel_degree,
+        pipeline_parallel_degree=knobs.pipeline_parallel_degree,
+        sharding_stage=knobs.sharding_stage,
+        sharding_degree=knobs.sharding_degree or 1,  # the cases leave it 0: one group
     )
 
 

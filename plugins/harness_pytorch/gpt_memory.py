@@ -29,6 +29,7 @@ from __future__ import annotations
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
 from harness_cases.gpt_candidate_speed import HALVED_BATCH_SPEED, RECOMPUTE_SPEED
 from harness_cases.gpt_flops import gpt_parameter_count
+from harness_cases.gpt_knobs import GptKnobs
 
 # Bytes per b·s·h·L of saved activations in a compiled block with flash attention, bf16, with
 # the residual stream in fp32 (fp32 parameters, or offload with master_weights=model). Fitted
@@ -72,7 +73,7 @@ def estimate(p: dict, *, precision: str, micro_batch: int, world: int, offload: 
              recompute: str, master_weights: str = "model") -> MemoryEstimate:
     n = gpt_parameters(p)
     h, layers, seq, vocab = (int(p[k]) for k in ("hidden_size", "num_layers", "seq_len", "vocab_size"))
-    stage = int(p.get("sharding_stage", 0)) if world > 1 else 0
+    stage = GptKnobs.of(p).sharding_stage if world > 1 else 0
     compute = COMPUTE_BYTES.get(precision, 4)
     shard = world if stage > 0 else 1
     block = 12 * h * h  # one block's matrices
@@ -99,7 +100,7 @@ def estimate(p: dict, *, precision: str, micro_batch: int, world: int, offload: 
         act = tokens * h * layers * per_block * scale
     else:
         act = tokens * h * layers * ACTIVATION_BYTES.get(recompute, per_block) * scale
-    logit_bytes = LOGIT_BYTES_FP32 if compute == 4 else (LOGIT_BYTES if p.get("compile") else LOGIT_BYTES_EAGER)
+    logit_bytes = LOGIT_BYTES_FP32 if compute == 4 else (LOGIT_BYTES if GptKnobs.of(p).compile else LOGIT_BYTES_EAGER)
     logits = tokens * vocab * logit_bytes
     components = {"weights": weights, "master weights": master, "gradients": grads, "optimizer states": states,
                   "compute-dtype weights": copies, "activations": int(act), "logits": int(logits)}
@@ -114,8 +115,8 @@ def memory_plan(params: dict, settings, usable_hint: int | None = None) -> Memor
     """The config as resolved, then smaller-memory variants of it, fastest first."""
     precision, world = settings.precision, settings.world_size
     mbs, accum = settings.micro_batch_size, settings.grad_accum_steps
-    offload, recompute = str(params.get("offload", "none")), str(params.get("recompute", "none"))
-    master_weights = str(params.get("master_weights", "model"))
+    knobs = GptKnobs.of(params)
+    offload, recompute, master_weights = knobs.offload, knobs.recompute, knobs.master_weights
 
     def est(**kw) -> MemoryEstimate:
         args = dict(precision=precision, micro_batch=mbs, world=world, offload=offload,
@@ -128,7 +129,7 @@ def memory_plan(params: dict, settings, usable_hint: int | None = None) -> Memor
     offloads = ["none", "cpu"] if precision != "fp16" else [offload]
     # Offloaded, every rank holds the whole model (data parallel, the host update sharded):
     # a sharded config gives up its sharding for it.
-    unshard = {"sharding_stage": 0} if world > 1 and int(params.get("sharding_stage", 0) or 0) > 0 else {}
+    unshard = {"sharding_stage": 0} if world > 1 and knobs.sharding_stage > 0 else {}
     for off in offloads:
         for rec in ("none", "selective", "full"):
             batch, halvings = mbs, 0

@@ -11,6 +11,7 @@ from harness.launch import torchrun_node_arguments
 from harness.models import DatasetInfo, ExecutionEnv, FrameworkSpec, LaunchSpec
 from harness.models.context import RunContext
 from harness_pytorch.device_check import check_torch_device, torch_device
+from harness_cases.gpt_knobs import GptKnobs
 
 FRAMEWORK = "pytorch"
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -162,8 +163,10 @@ def unsupported_reason(context: RunContext) -> str | None:
             return "fp8 training is implemented for the GPT cases only (torchao float8)"
         if context.devices.kind == "cpu":
             return "fp8 training needs a GPU with fp8 tensor cores (Ada, Hopper or newer); use bf16"
-    offload = str(params.get("offload", "none")) == "cpu"
-    optimizer_masters = str(params.get("master_weights", "model")) == "optimizer"
+    # The GPT knobs (other models' params have none of them, or other meanings: BERT's recompute)
+    knobs = GptKnobs.of(params) if context.case.model == "gpt" else GptKnobs()
+    offload = knobs.offload == "cpu"
+    optimizer_masters = knobs.master_weights == "optimizer"
     if offload:
         if context.devices.kind == "cpu":
             return ("offload=cpu moves the optimizer from an accelerator's memory to the host; "
@@ -174,14 +177,14 @@ def unsupported_reason(context: RunContext) -> str | None:
     if optimizer_masters and settings.precision not in ("bf16", "fp8"):
         return ("master_weights=optimizer keeps bf16 weights beside fp32 masters; it runs in "
                 f"bf16 or fp8, use master_weights=model for {settings.precision}")
-    if (offload or optimizer_masters) and settings.world_size > 1 and int(params.get("sharding_stage", 0) or 0) > 0:
+    if (offload or optimizer_masters) and settings.world_size > 1 and knobs.sharding_stage > 0:
         return ("offload=cpu and master_weights=optimizer train data parallel (every rank holds "
                 "the whole model); sharding_stage needs offload=none and master_weights=model")
     from harness.config_resolution import CLI_SOURCE
 
     # Asked for on the command line where it cannot apply: said here rather than ignored
     # (set by a vendor config, train_gpt.py just runs without it and its log says why).
-    if params.get("gradient_accumulation_fusion") and context.config.sources.get(
+    if knobs.gradient_accumulation_fusion and context.config.sources.get(
             "gradient_accumulation_fusion") == CLI_SOURCE:
         if not (offload or optimizer_masters):
             return ("gradient_accumulation_fusion=true adds weight gradients into the optimizer's "

@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from gpt_knobs import with_knob_defaults
 from lr_schedule import lr_at
 from readback import print_readback
 from step_profile import StepProfiler
@@ -105,7 +106,7 @@ def sequence_parallel_layer_norm_class():
 def gradient_accumulation_fusion(p: dict) -> bool:
     """Whether Megatron-core adds weight gradients into its fp32 buffers inside the matrix
     product: asked for by the case and possible, which needs apex's CUDA extension."""
-    if not p.get("gradient_accumulation_fusion", False):
+    if not p["gradient_accumulation_fusion"]:
         return False
     try:
         import fused_weight_gradient_mlp_cuda  # noqa: F401  (apex)
@@ -121,7 +122,7 @@ def build_model(p: dict, tp: int, pp: int, precision: str, fuse_weight_gradients
     from megatron.core.transformer.module import Float16Module
     from megatron.core.transformer.transformer_config import TransformerConfig
 
-    recompute = p.get("recompute", "none")
+    recompute = p["recompute"]
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[precision]
     config = TransformerConfig(
         num_layers=p["num_layers"],
@@ -150,7 +151,7 @@ def build_model(p: dict, tp: int, pp: int, precision: str, fuse_weight_gradients
         recompute_num_layers=1 if recompute == "full" else None,
     )
     layer = get_gpt_layer_local_spec()
-    backend = str(p.get("attention_backend", "auto"))
+    backend = str(p["attention_backend"])
     if backend != "local":
         layer.submodules.self_attention.submodules.core_attention = sdpa_core_attention_class()
     norm = sequence_parallel_layer_norm_class()
@@ -225,6 +226,7 @@ def main() -> int:
     with open(args.config, encoding="utf-8") as handle:
         cfg = json.load(handle)
     s, p = cfg["settings"], cfg["params"]
+    p = with_knob_defaults(p)  # a knob the params leave out: at its default
     backend = (cfg.get("device") or {}).get("frameworks", {}).get("torch") or {}
     if backend.get("device_type") != DEVICE_TYPE:
         # Megatron-core's tensor-parallel RNG tracker, fused kernels and NCCL groups are CUDA's.
@@ -256,7 +258,7 @@ def main() -> int:
 
     # The plugin refused, before the launch, degrees that do not divide the world size, the
     # layers, heads and vocabulary (harness_megatron.plugin.unsupported_reason).
-    tp, pp = int(p.get("tensor_parallel_degree", 1)), int(p.get("pipeline_parallel_degree", 1))
+    tp, pp = int(p["tensor_parallel_degree"]), int(p["pipeline_parallel_degree"])
     dp = world // (tp * pp)
     parallel_state.initialize_model_parallel(tensor_model_parallel_size=tp,
                                              pipeline_model_parallel_size=pp)
@@ -268,7 +270,7 @@ def main() -> int:
     model, config = build_model(p, tp, pp, precision, fuse_weight_gradients)
     n_local = sum(t.numel() for t in model.parameters())
     n_params = whole_model_parameters(model, parallel_state)
-    distributed_optimizer = int(p.get("sharding_stage", 0)) >= 1 and dp > 1
+    distributed_optimizer = int(p["sharding_stage"]) >= 1 and dp > 1
     ddp_config = DistributedDataParallelConfig(
         grad_reduce_in_fp32=True,
         overlap_grad_reduce=dp > 1,
@@ -289,7 +291,7 @@ def main() -> int:
         ),
         [model],
     )
-    fused = use_fused_torch_adam(optimizer, bool(p.get("fused_optimizer", True)))
+    fused = use_fused_torch_adam(optimizer, bool(p["fused_optimizer"]))
     if rank == 0:
         kernel = f"fused kernel ({fused} optimizer(s))" if fused else "multi-tensor (foreach) kernel"
         log(f"> optimizer: torch AdamW, {kernel}; no Transformer Engine or apex")
@@ -347,12 +349,12 @@ def main() -> int:
             f"{p['num_heads']} heads, seq {seq}, vocab {p['vocab_size']}; {n_local:,} parameters "
             f"on this rank")
         fusion = ("on" if fuse_weight_gradients else "off (needs apex's extension)"
-                  if p.get("gradient_accumulation_fusion") else "off")
+                  if p["gradient_accumulation_fusion"] else "off")
         log(f"> training: megatron-core on {world} x {DEVICE_TYPE}: dp {dp} x tp {tp} x pp {pp}, "
             f"sequence parallel {tp > 1}, distributed optimizer {distributed_optimizer}, precision "
             f"{precision}, micro batch {mbs}, micro-batches per step {accum}, global batch "
-            f"{global_batch}, recompute {p.get('recompute', 'none')}, attention "
-            f"{p.get('attention_backend', 'auto')}, gradient accumulation fusion {fusion}, "
+            f"{global_batch}, recompute {p['recompute']}, attention "
+            f"{p['attention_backend']}, gradient accumulation fusion {fusion}, "
             f"torch {torch.__version__}")
     flops_per_token = args.flops_per_token
 

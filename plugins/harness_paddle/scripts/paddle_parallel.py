@@ -1,7 +1,8 @@
 """Fleet hybrid parallelism for the Paddle scripts: data, tensor and sharding degrees.
 
 The harness plugin turns a FlagPerf config name (``TP2PP1SH1SP4``) or the case parameters
-into ``--parallel`` JSON; this module builds the matching fleet strategy. Pure data
+into ``--parallel`` JSON (every degree and the sharding stage, always); this module builds
+the matching fleet strategy. Pure data
 parallel (every degree 1) uses ``paddle.DataParallel`` and works on CPUs with gloo; the
 hybrid layouts need GPUs with NCCL.
 """
@@ -12,9 +13,9 @@ from paddle_common import Runtime, fail
 
 
 def setup_hybrid(rt: Runtime, layout: dict, seed: int) -> None:
-    tp = int(layout.get("tensor_parallel_degree", 1))
-    pp = int(layout.get("pipeline_parallel_degree", 1))
-    sd = int(layout.get("sharding_degree", 1))
+    tp = int(layout["tensor_parallel_degree"])
+    pp = int(layout["pipeline_parallel_degree"])
+    sd = int(layout["sharding_degree"])
     if tp == pp == sd == 1:
         rt.init_data_parallel()
         return
@@ -42,8 +43,8 @@ def shard_optimizer(rt: Runtime, layout: dict, model, optimizer, scaler):
         return rt.wrap(model), optimizer, scaler, "data parallel" if rt.world > 1 else "single"
     import paddle.distributed.fleet as fleet
 
-    stage = int(layout.get("sharding_stage", 1))
-    tp, sd = int(layout.get("tensor_parallel_degree", 1)), int(layout.get("sharding_degree", 1))
+    stage = int(layout["sharding_stage"])
+    tp, sd = int(layout["tensor_parallel_degree"]), int(layout["sharding_degree"])
     description = f"fleet hybrid: TP {tp}, sharding stage {stage} over {sd}"
     if stage >= 2 and sd > 1:
         from paddle.distributed.sharding import group_sharded_parallel

@@ -48,7 +48,7 @@ def main() -> int:
     model = GPT(vocab_size=p["vocab_size"], seq_len=p["seq_len"], num_layers=p["num_layers"],
                 hidden_size=p["hidden_size"], num_heads=p["num_heads"],
                 ffn_multiplier=p["ffn_multiplier"], dropout=p["dropout"], init_std=p["init_std"],
-                recompute=p["recompute"], tensor_parallel=layout.get("tensor_parallel_degree", 1))
+                recompute=p["recompute"], tensor_parallel=layout["tensor_parallel_degree"])
     n_params = model.num_parameters()
     # harness equivalence: the canonical initial state exported or loaded, before anything else
     equivalence = Equivalence.from_config(args.config, "paddle", paddle.__version__)
@@ -64,7 +64,7 @@ def main() -> int:
             world_size=rt.world, precision=s["precision"], amp=level,
             learning_rate=p["learning_rate"], min_learning_rate=p["min_learning_rate"],
             lr_warmup_steps=p["lr_warmup_steps"], lr_decay_steps=p["lr_decay_steps"],
-            tensor_parallel_degree=layout.get("tensor_parallel_degree", 1),
+            tensor_parallel_degree=layout["tensor_parallel_degree"],
             max_steps=s["max_steps"], seed=s["seed"], device_type=rt.device)
     flops_per_token = gpt_training_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
     decay_params = [q.name for q in model.parameters() if len(q.shape) >= 2]

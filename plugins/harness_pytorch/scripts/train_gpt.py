@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader, DistributedSampler
 from gpt_dataset import GPTWindowDataset
 from torch_setup import finish_training, optimizer_step, run_and_exit, start_training
 from gpt_model import GPT, weight_gradient_fusion_unavailable
+from gpt_knobs import with_knob_defaults
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
 from readback import print_readback
@@ -48,17 +49,17 @@ def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
     decay, no_decay = split_weight_decay(model)
     groups = [{"params": decay, "weight_decay": p["weight_decay"]},
               {"params": no_decay, "weight_decay": 0.0}]
-    fused = bool(p.get("fused_optimizer")) and device.type != "cpu"  # the accelerator's fused kernel
+    fused = bool(p["fused_optimizer"]) and device.type != "cpu"  # the accelerator's fused kernel
     return torch.optim.AdamW(groups, lr=p["learning_rate"], betas=(p["adam_beta1"], p["adam_beta2"]),
                              eps=1e-8, fused=fused)
 
 
 def wrap_parallel(model: torch.nn.Module, p: dict, runtime, precision: str):
-    if int(p.get("tensor_parallel_degree", 1)) > 1 or int(p.get("pipeline_parallel_degree", 1)) > 1:
+    if int(p["tensor_parallel_degree"]) > 1 or int(p["pipeline_parallel_degree"]) > 1:
         log("error: the PyTorch plugin trains data parallel only; tensor/pipeline parallel "
             "layouts run with --framework megatron")
         sys.exit(2)
-    stage, world = int(p.get("sharding_stage", 0)), runtime.world
+    stage, world = int(p["sharding_stage"]), runtime.world
     if stage > 0 and world > 1:
         from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
@@ -102,6 +103,7 @@ def main() -> int:
     parser.add_argument("--data-prefix", required=True, help="path prefix of *_ids.npy/*_idx.npz")
     args = parser.parse_args()
     s, p, runtime = start_training(args.config)
+    p = with_knob_defaults(p)  # a knob the params leave out: at its default
     device, world, rank = runtime.device, runtime.world, runtime.rank
     precision = s["precision"]
     # fp8 is declared by the vendor's backend (check_precision); on CUDA it needs compute
@@ -109,21 +111,21 @@ def main() -> int:
     if precision == "fp8" and device.type == "cuda" and runtime.device_module.get_device_capability(device) < (8, 9):
         log("error: fp8 training needs a GPU with fp8 tensor cores (compute capability 8.9 or newer)")
         return 2
-    offload = str(p.get("offload", "none"))
+    offload = str(p["offload"])
     if offload not in ("none", "cpu"):
         log(f"error: offload must be none or cpu; got {offload!r}")
         return 2
     if offload == "cpu" and precision == "fp16":
         log("error: offload=cpu runs in bf16 or fp32 (its host optimizer has no fp16 loss scaling)")
         return 2
-    master_weights = str(p.get("master_weights", "model"))
+    master_weights = str(p["master_weights"])
     if master_weights not in ("model", "optimizer"):
         log(f"error: master_weights must be model or optimizer; got {master_weights!r}")
         return 2
     if master_weights == "optimizer" and precision not in ("bf16", "fp8"):
         log(f"error: master_weights=optimizer runs in bf16 or fp8 (got precision {precision})")
         return 2
-    if (offload == "cpu" or master_weights == "optimizer") and world > 1 and int(p.get("sharding_stage", 0)) > 0:
+    if (offload == "cpu" or master_weights == "optimizer") and world > 1 and int(p["sharding_stage"]) > 0:
         # The flat optimizer owns the parameters; FSDP2 would shard them under it.
         log("error: offload=cpu and master_weights=optimizer train data parallel (every rank "
             "the whole model); sharding_stage needs offload=none and master_weights=model")
@@ -165,7 +167,7 @@ def main() -> int:
             from master_weights import DeviceMasterAdamW
 
             flat_optimizer = DeviceMasterAdamW(
-                decay, no_decay, fused=bool(p.get("fused_optimizer")) and device.type != "cpu", **options)
+                decay, no_decay, fused=bool(p["fused_optimizer"]) and device.type != "cpu", **options)
         if master_weights == "model":
             # The residual stream in fp32, as the embeddings of an fp32 model give it, so that
             # offloading does not change the arithmetic of the configured in-device run;
@@ -174,7 +176,7 @@ def main() -> int:
     # The block linears' weight gradients added into the flat fp32 gradients by the matrix
     # product itself (Megatron-LM's gradient accumulation fusion), where the optimizer holds
     # them; fp8's linears are torchao's and hand autograd their gradients.
-    fusion_off = ("off in the config" if not p.get("gradient_accumulation_fusion", False)
+    fusion_off = ("off in the config" if not p["gradient_accumulation_fusion"]
                   else "no flat fp32 gradients (master_weights=model, no offload)" if flat_optimizer is None
                   else "fp8 linears" if precision == "fp8"
                   else weight_gradient_fusion_unavailable(device))
@@ -188,7 +190,7 @@ def main() -> int:
         swapped = convert_linears_to_float8(model)
         if rank == 0:
             log(f"> fp8: {swapped} block linears on torchao float8 (tensorwise scaling)")
-    if p.get("compile"):
+    if p["compile"]:
         model.compile_layers()
     if flat_optimizer is None:
         model, parallel = wrap_parallel(model, p, runtime, precision)
@@ -200,7 +202,7 @@ def main() -> int:
                     f"weights and AdamW states in {where}{shared}")
     optimizer = build_optimizer(model, p, device) if flat_optimizer is None else None
     train_model = model
-    attention = attention_backend_context(str(p.get("attention_backend", "auto")))
+    attention = attention_backend_context(str(p["attention_backend"]))
     attention.__enter__()  # for the whole run: compiled graphs pick their kernel when traced
 
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
@@ -241,7 +243,7 @@ def main() -> int:
             f"{p['num_heads']} heads, seq {p['seq_len']}, vocab {p['vocab_size']}")
         log(f"> training: {parallel} on {world} x {runtime.device_name}, precision {precision}, micro batch "
             f"{mbs}, grad accum {accum}, global batch {global_batch}, recompute {p['recompute']}, "
-            f"compile {bool(p.get('compile'))}, attention {p.get('attention_backend', 'auto')}, "
+            f"compile {bool(p['compile'])}, attention {p['attention_backend']}, "
             f"offload {offload}, master weights "
             f"{'in the optimizer' if flat_optimizer is not None else 'are the parameters'}, "
             f"residual stream {precision if master_weights == 'optimizer' else 'fp32'}, "
