@@ -23,7 +23,7 @@ from harness.logparse.methods import (
 )
 from harness.logparse.summary import StreamedLog, stream_log
 from harness.models import BenchmarkResult, CaseSpec, LegacyIndex, ResolvedConfig, RunSettings
-from harness.models.result import EnvironmentFingerprint, OtherFigure
+from harness.models.result import BATCH_NOT_IN_LOG, EnvironmentFingerprint, OtherFigure
 from harness.registry import Registry
 from harness.result_builder import FinalResult, build_result, log_peak_memory, log_verdict
 from harness.results_io import atomic_write_text, legacy_file_name, legacy_index
@@ -244,7 +244,8 @@ def _parse_readable(registry: Registry, request: ParseRequest, path: Path) -> Pa
     config = ResolvedConfig(
         case=case_name, model=case.model, framework=framework, vendor=vendor,
         settings=settings, params={"log_format": fmt.name, "method": method},
-        sources={"settings": "ingested log"},
+        sources={"settings": "ingested log",
+                 **({} if batch else {"micro_batch_size": BATCH_NOT_IN_LOG})},
     )
     stamp = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc)
     result = build_result(
@@ -257,7 +258,7 @@ def _parse_readable(registry: Registry, request: ParseRequest, path: Path) -> Pa
                                            platform="unknown (ingested log)"),
         started_at=stamp, finished_at=stamp, log_file=str(path),
         peak_memory_bytes=log_peak_memory(streamed), notes=notes,
-        precision=precision, micro_batch_size=batch,
+        precision=precision,
     )
     if result.throughput is not None and agg is not None:
         result.throughput = result.throughput.model_copy(update={

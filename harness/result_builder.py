@@ -20,6 +20,7 @@ from harness.models import BenchmarkResult, DeviceSet, ResolvedConfig
 from harness.models.launch import DatasetInfo, RunStatus
 from harness.models.result import (
     EnvironmentFingerprint, LogSummary, Provenance, RepeatResult, StepTimeStats, Throughput,
+    micro_batch_of,
 )
 from harness.stats import (
     after_warmup, first_record_after_warmup, mean_after_warmup, spread, step_time_stats,
@@ -130,7 +131,6 @@ def build_result(
     device_metrics: dict[str, Any] | None = None,
     notes: Iterable[str] = (),
     precision: str | None = None,
-    micro_batch_size: int | None = None,
     source: str = "harness",
     source_sha256: str | None = None,
     modified: Sequence[str] = (),
@@ -139,11 +139,12 @@ def build_result(
 ) -> BenchmarkResult:
     """The result of one run or one ingested log.
 
-    ``precision`` and ``micro_batch_size`` default to the config's; an ingested log passes
-    what it reported (e.g. 0 for an unknown batch, which the config cannot hold).
+    ``precision`` defaults to the config's; an ingested log passes what it reported (the
+    config holds only the precisions a run can train in). The batch size is the config's
+    (``micro_batch_of``: 0 where an ingested log did not say).
     """
     settings = config.settings
-    batch = settings.micro_batch_size if micro_batch_size is None else micro_batch_size
+    batch = micro_batch_of(config)
     throughput = None
     if final is not None:
         throughput = Throughput(value=final.value, unit=unit,
@@ -165,7 +166,6 @@ def build_result(
         nproc=settings.nproc,
         run_mode=settings.run_mode,
         precision=precision or settings.precision,
-        micro_batch_size=batch,
         global_batch_size=_logged_global_batch(reading)
         or batch * settings.grad_accum_steps * settings.world_size,
         max_steps=settings.max_steps,

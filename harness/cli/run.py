@@ -40,7 +40,9 @@ def run_command(
         "local: you start the same command on every node. slurm: inside a Slurm job, one "
         "srun task per node; job id, node rank, node count and MASTER_ADDR come from Slurm "
         "(`harness slurm script` writes the sbatch script)."))] = LauncherChoice.local,
-    batch_size: Annotated[Optional[int], typer.Option(min=1, help="Micro batch size per process.")] = None,
+    micro_batch_size: Annotated[Optional[int], typer.Option(
+        "--micro-batch-size", "--batch-size", min=1,
+        help="Micro batch size per process (--batch-size is the same option).")] = None,
     precision: Annotated[Optional[PrecisionChoice], typer.Option(help="Training precision.")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps.")] = None,
     set_: SetOption = None,
@@ -61,7 +63,7 @@ def run_command(
     request = RunRequest(
         case=case, vendor=vendor, framework=framework, scale=scale.value,
         run_mode=run_mode.value if run_mode else None, nproc=nproc, nnodes=nnodes,
-        batch_size=batch_size, precision=precision.value if precision else None,
+        micro_batch_size=micro_batch_size, precision=precision.value if precision else None,
         max_steps=max_steps, set_pairs=list(set_ or []), repeat=repeat, output=output,
         data_dir=data_dir, env_mode=env.value, hardware_config=hardware_config,
         job_id=job_id, node_rank=node_rank, launcher=launcher.value,

@@ -25,7 +25,7 @@ every point once with each value.
 
 Examples:
 
-harness sweep --case gpt3_125M --scale smoke --precision fp32,bf16 --batch-size 4,8 --nproc 1,2
+harness sweep --case gpt3_125M --scale smoke --precision fp32,bf16 --micro-batch-size 4,8 --nproc 1,2
 harness sweep --case gpt3_125M --scale smoke --set recompute=full,none
 harness sweep sweeps/ngc_bert_base.toml --vendor cpu --scale smoke --dry-run
 """
@@ -49,7 +49,9 @@ def sweep_command(
     nnodes: Annotated[Optional[str], typer.Option(help="Nodes, e.g. 1,4.")] = None,
     precision: Annotated[Optional[str], typer.Option(
         help=f"Precisions, comma-separated: {','.join(PRECISIONS)}.")] = None,
-    batch_size: Annotated[Optional[str], typer.Option(help="Micro batch sizes, e.g. 32,48.")] = None,
+    micro_batch_size: Annotated[Optional[str], typer.Option(
+        "--micro-batch-size", "--batch-size",
+        help="Micro batch sizes per process, e.g. 32,48 (--batch-size is the same option).")] = None,
     scale: Annotated[Optional[ScaleChoice], typer.Option(
         help="smoke shrinks every case for a CPU (default: the file's, else full).")] = None,
     max_steps: Annotated[Optional[int], typer.Option(min=1, help="Optimizer steps of every run.")] = None,
@@ -80,7 +82,7 @@ def sweep_command(
         "nproc": split_list(nproc, "--nproc", int),
         "nnodes": split_list(nnodes, "--nnodes", int),
         "precision": split_list(precision, "--precision"),
-        "batch_size": split_list(batch_size, "--batch-size", int),
+        "batch_size": split_list(micro_batch_size, "--micro-batch-size", int),
     }
     _check_names(axes["case"], registry.cases, "--case")
     _check_names(axes["framework"], registry.frameworks, "--framework")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from harness.models.config import ResolvedConfig
 from harness.models.device import DeviceSet
@@ -14,7 +14,20 @@ from harness.witness import Witness
 from harness.models.memory import MemoryEstimate
 from harness.models.launch import DatasetInfo, RunStatus
 
-SCHEMA_VERSION = "1.0"
+#: 2.0: ``micro_batch_size`` is stored once, in ``config.settings`` (the top-level copy of 1.x
+#: results is dropped when they are read; ``BenchmarkResult.micro_batch_size`` reads it).
+SCHEMA_VERSION = "2.0"
+
+#: ``config.sources["micro_batch_size"]`` of an ingested log that does not say its batch size
+#: (the config holds 1 in its place; ``BenchmarkResult.micro_batch_size`` is then 0).
+BATCH_NOT_IN_LOG = "not in the log"
+
+
+def micro_batch_of(config: ResolvedConfig) -> int:
+    """A config's per-process batch size; 0 where it stands in for one a log did not say."""
+    if config.sources.get("micro_batch_size") == BATCH_NOT_IN_LOG:
+        return 0
+    return config.settings.micro_batch_size
 
 
 class StepTimeStats(BaseModel):
@@ -181,7 +194,6 @@ class BenchmarkResult(BaseModel):
     nproc: int
     run_mode: Literal["sp", "mp"]
     precision: str
-    micro_batch_size: int
     global_batch_size: int
     max_steps: int
     steps_completed: int
@@ -227,6 +239,28 @@ class BenchmarkResult(BaseModel):
     started_at: datetime
     finished_at: datetime
     log_file: str = Field(description="Log of the first repeat, relative to the run folder.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_1x(cls, data: Any) -> Any:
+        """A 1.x result (``micro_batch_size`` at the top level as well as in the config) reads
+        as 2.0; where an ingested log's top-level 0 said the batch was unknown, the config says
+        so."""
+        if isinstance(data, dict) and "micro_batch_size" in data:
+            data = dict(data)
+            batch = data.pop("micro_batch_size")
+            config = data.get("config")
+            if batch == 0 and isinstance(config, dict):
+                config = {**config, "sources": {**config.get("sources", {}),
+                                                "micro_batch_size": BATCH_NOT_IN_LOG}}
+                data["config"] = config
+            data["schema_version"] = SCHEMA_VERSION
+        return data
+
+    @property
+    def micro_batch_size(self) -> int:
+        """The per-process batch size (the config's); 0 where an ingested log did not say."""
+        return micro_batch_of(self.config)
 
     @property
     def job_failed(self) -> bool:

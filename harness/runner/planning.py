@@ -56,7 +56,7 @@ def plan(harness: Harness, request: RunRequest) -> RunContext:
         hardware_config=request.hardware_config,
     )
     cli_settings: dict[str, Any] = {
-        "micro_batch_size": request.batch_size,
+        "micro_batch_size": request.micro_batch_size,
         "precision": request.precision,
         "max_steps": request.max_steps,
     }

@@ -22,7 +22,7 @@ class RunRequest:
     run_mode: Literal["sp", "mp"] | None = None
     nproc: int | None = None
     nnodes: int | None = None
-    batch_size: int | None = None
+    micro_batch_size: int | None = None
     precision: str | None = None
     max_steps: int | None = None
     set_pairs: list[str] = field(default_factory=list)

@@ -150,7 +150,7 @@ def _plan_point(harness: Harness, store: ResultStore, device_cache: _DeviceCache
     repeat = point.repeat or default_repeat(devices, scale)
     request = RunRequest(
         case=point.case, vendor=vendor, framework=point.framework, scale=scale,
-        nproc=point.nproc, nnodes=point.nnodes, batch_size=point.batch_size,
+        nproc=point.nproc, nnodes=point.nnodes, micro_batch_size=point.batch_size,
         precision=point.precision, max_steps=point.max_steps, set_pairs=point.set_pairs(),
         repeat=repeat, output=options.output, data_dir=options.data_dir,
         cache_dir=options.cache_dir, env_mode=options.env_mode,

@@ -235,7 +235,7 @@ def test_global_batch_comes_from_the_log_when_it_prints_one(toy, tmp_path):
     # default; a vendor config of width 8 and micro batch 2 makes them differ.
     harness, _ = toy
     request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
-                         cache_dir=tmp_path / "c", batch_size=2)
+                         cache_dir=tmp_path / "c", micro_batch_size=2)
     result = run_benchmark(harness, request).result
     assert result.micro_batch_size == 2 and result.global_batch_size == 8
 

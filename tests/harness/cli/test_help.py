@@ -113,3 +113,14 @@ def test_commands_are_top_level_functions_not_closures():
                           and any("command" in ast.unparse(d) or "callback" in ast.unparse(d)
                                   for d in inner.decorator_list)]
                 assert nested == [], f"{path.name}: {node.name} defines commands {nested}"
+
+
+def test_micro_batch_size_is_the_option_and_batch_size_its_alias(tmp_path):
+    from harness.cli.main import main
+
+    text = invoke("run", "-h")
+    assert re.search(r"--micro-batch-size,--batch-size\s+N\b", text)
+    for option in ("--micro-batch-size", "--batch-size"):
+        out = tmp_path / option.strip("-")
+        assert main(["sweep", "--case", "gpt3_125M", "--scale", "smoke", option, "2,4",
+                     "--dry-run", "--output", str(out)]) == 0

@@ -125,7 +125,7 @@ def test_metadata_stated_by_the_log_and_file_name(tmp_path):
     result = doc["result"]
     assert result["nproc"] == 8 and doc["legacy_index"]["gpu_num"] == 8
     assert result["throughput"]["value"] == pytest.approx(800.0)  # rank 0's ips x 8 GPUs
-    assert result["precision"] == "fp16" and result["micro_batch_size"] == 32
+    assert result["precision"] == "fp16" and result["config"]["settings"]["micro_batch_size"] == 32
     sources = result["log_summary"]["sources"]
     assert sources["gpus"] == "file name: N1C8"
     assert sources["precision"].startswith("log line 1: ") and "use_amp=True" in sources["precision"]

@@ -40,7 +40,7 @@ def make_result(run_id: str, *, value: float | None = 100.0, repeats: list[float
         devices=DeviceSet(vendor=vendor, kind="cpu" if vendor == "cpu" else "gpu",
                           devices=[DeviceInfo(index=0, name="Test CPU")], driver_version="1.0"),
         nnodes=1, nproc=nproc, run_mode="sp" if nproc == 1 else "mp", precision=precision,
-        micro_batch_size=batch, global_batch_size=batch * nproc, max_steps=20, steps_completed=20,
+        global_batch_size=batch * nproc, max_steps=20, steps_completed=20,
         skip_steps=5,
         throughput=Throughput(value=value, unit=unit, per_device=value / nproc) if ok else None,
         step_time=StepTimeStats(n=15, mean=step_median_s, median=step_median_s, p5=step_median_s,
