@@ -32,12 +32,14 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 )
 
 #: The built-ins the core cannot work without: its own fallback hook implementations and
-#: the case catalog. They cannot be blocked, and one that fails to import is an error.
-ESSENTIAL_PLUGINS: frozenset[str] = frozenset({
+#: the case catalog. They cannot be blocked, and one that fails to import is an error. The
+#: core's tests load these alone, with fixture plugins for a framework and a vendor.
+CORE_PLUGINS: tuple[str, ...] = (
     "harness.builtin.core",
     "harness.builtin.log_formats",
     "harness_cases.plugin",
-})
+)
+ESSENTIAL_PLUGINS: frozenset[str] = frozenset(CORE_PLUGINS)
 
 ENTRY_POINT_GROUP = "harness"
 #: Comma-separated plugin names (module names or entry-point names) that must not load.

@@ -15,11 +15,11 @@ from harness.models import (
     ParsedLog, StepRecord, VendorSpec,
 )
 from harness.models.vendor_config import VendorCaseConfig
-from harness.app import Harness
 from harness.registry import DuplicateRegistrationWarning
 from harness.logformats.megatron import MegatronFormat
 from harness.runner.observer import RunObserver
 from harness.runner.pipeline import RunRequest, run_benchmark
+from tests.harness.core_harness import core_harness
 
 CASE = CaseSpec(
     name="toy", model="toy-model", dataset="toy-data", unit="samples/s", mission_name="m",
@@ -119,8 +119,7 @@ class VendorWrapper:
 @pytest.fixture
 def toy():
     plugin = ToyPlugin()
-    harness = Harness.load(load_entrypoints=False, blocked=set(),
-                             extra=(plugin, VendorWrapper(plugin.calls)))
+    harness = core_harness(plugin, VendorWrapper(plugin.calls))
     return harness, plugin
 
 
@@ -222,8 +221,7 @@ def test_parsed_log_with_nan_marks_failure(tmp_path):
                              errors=["non-finite loss at iteration 1"])
 
     plugin = NanParser()
-    harness = Harness.load(load_entrypoints=False, blocked=set(),
-                             extra=(plugin, VendorWrapper(plugin.calls)))
+    harness = core_harness(plugin, VendorWrapper(plugin.calls))
     request = RunRequest(case="toy", vendor="toyvendor", framework="toyfw", output=tmp_path / "r",
                          cache_dir=tmp_path / "c")
     result = run_benchmark(harness, request).result
@@ -297,7 +295,7 @@ def test_a_duplicate_registration_is_skipped_with_a_warning_naming_both_plugins(
         def register_cases(self, register):
             register(CASE.model_copy(update={"params": {"width": 1, "tag": "fake"}}))
 
-    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(ToyPlugin(), Impostor()))
+    harness = core_harness(ToyPlugin(), Impostor())
     with pytest.warns(DuplicateRegistrationWarning) as caught:
         registry = harness.registry
     impostor = next(name for name, p in harness.pm.list_name_plugin() if isinstance(p, Impostor))

@@ -10,8 +10,8 @@ from harness.errors import UnavailableError
 from harness.memory_planner import PLANNER_SOURCE, planner_note, usable_bytes
 from harness.models import CaseSpec, DeviceInfo, DeviceSet, FrameworkSpec, VendorSpec
 from harness.models.memory import MemoryCandidate, MemoryEstimate, MemoryPlan
-from harness.app import Harness
 from harness.runner.pipeline import RunRequest, plan
+from tests.harness.core_harness import core_harness
 
 GIB = 2**30
 CASE = CaseSpec(
@@ -59,7 +59,7 @@ class ToyGpuPlugin:
 
 def planned(memory_gib: float, *set_pairs: str):
     plugin = ToyGpuPlugin(memory_gib)
-    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    harness = core_harness(plugin)
     request = RunRequest(case="toy", vendor="toygpu", framework="toyfw", set_pairs=list(set_pairs))
     return plan(harness, request), plugin
 
@@ -86,7 +86,7 @@ def test_keys_set_on_the_command_line_are_never_changed():
 
 def test_keys_a_sweep_file_set_are_never_changed():
     plugin = ToyGpuPlugin(30)
-    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    harness = core_harness(plugin)
     request = RunRequest(case="toy", vendor="toygpu", framework="toyfw", set_pairs=["width=4"],
                          origins={"width": "sweep:toy.toml"})
     context = plan(harness, request)
@@ -109,7 +109,7 @@ def test_usable_memory_leaves_a_reserve():
 
 
 def _toy_pm(memory_gib: float):
-    return Harness.load(load_entrypoints=False, blocked=set(), extra=(ToyGpuPlugin(memory_gib),))
+    return core_harness(ToyGpuPlugin(memory_gib))
 
 
 def test_a_sweep_skips_a_point_that_does_not_fit_with_the_reason(tmp_path):

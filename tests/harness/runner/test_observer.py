@@ -11,6 +11,7 @@ from harness.runner import observer as observer_module
 from harness.runner.observer import RunObserver, StepClock
 
 from .test_read_log import CASE, LinesFramework
+from tests.harness.core_harness import core_harness
 
 
 class Recording(RunObserver):
@@ -86,11 +87,10 @@ class WindowSpyVendor(LinesFramework):
 
 
 def test_execute_wrappers_get_the_step_clock(tmp_path):
-    from harness.app import Harness
     from harness.runner.pipeline import RunRequest, run_benchmark
 
     plugin = WindowSpyVendor("lines-format")
-    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    harness = core_harness(plugin)
     report = run_benchmark(harness, RunRequest(case=CASE.name, vendor="linesvendor", framework="linesfw",
                                           output=tmp_path / "results", cache_dir=tmp_path / "cache"))
     assert report.result.status == "success", report.result.failure_reason

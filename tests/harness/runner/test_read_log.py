@@ -13,9 +13,9 @@ from harness.models import (
     CaseSpec, DatasetInfo, DeviceInfo, DeviceSet, ExecutionEnv, FrameworkSpec, LaunchSpec,
     ParsedLog, StepRecord, VendorSpec,
 )
-from harness.app import Harness
 from harness.runner.pipeline import RunRequest, run_benchmark
 from harness.logformats.megatron import MegatronFormat
+from tests.harness.core_harness import core_harness
 
 CASE = CaseSpec(
     name="lines", model="lines-model", dataset="lines-data", unit="samples/s", mission_name="m",
@@ -83,8 +83,7 @@ class ParsingFramework(LinesFramework):
 
 
 def _run(tmp_path, log_format, framework=LinesFramework):
-    harness = Harness.load(load_entrypoints=False, blocked=set(),
-                             extra=(framework(log_format),))
+    harness = core_harness(framework(log_format))
     request = RunRequest(case="lines", vendor="linesvendor", framework="linesfw",
                          output=tmp_path / "results", cache_dir=tmp_path / "cache")
     return harness, run_benchmark(harness, request)
