@@ -93,7 +93,8 @@ def parse_command(
     gpus: Annotated[Optional[int], typer.Option(
         min=1, help="GPUs of the job (default: from the log, else 1).")] = None,
     batch_size: Annotated[Optional[int], typer.Option(
-        min=1, help="Per-GPU batch size (default: from the log).")] = None,
+        "--micro-batch-size", "--batch-size",
+        min=1, help="Per-GPU (micro) batch size (default: from the log; --batch-size is the same option).")] = None,
     seq_len: Annotated[Optional[int], typer.Option(
         min=1, help="Tokens per sample: Megatron samples/s become tokens/s.")] = None,
     precision: Annotated[Optional[PrecisionChoice], typer.Option(
