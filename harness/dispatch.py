@@ -165,6 +165,13 @@ class HookRouter:
             raise UnavailableError(f"framework {context.framework!r} produced no launch")
         return launch
 
+    def framework_launch(self, context: RunContext, env: ExecutionEnv,
+                         dataset: DatasetInfo) -> LaunchSpec | None:
+        """The launch as the framework's plugin alone makes it, before any vendor's wrapper:
+        what the core holds a vendor's changes to for a built-in framework's script."""
+        return self._caller("run", {self.framework_owner(context.framework)})(
+            context=context, env=env, dataset=dataset)
+
     def execute(self, context: RunContext, launch: LaunchSpec, log_path: Path,
                 observer: Any) -> ProcessOutcome:
         return self._caller("execute", {self.vendor_owner(context.vendor)})(

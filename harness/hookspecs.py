@@ -352,6 +352,13 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     resolved config from ``context.run_dir / "config.json"``. The vendor's plugin wraps this
     hook to add variables such as ``CUDA_VISIBLE_DEVICES`` to the returned launch.
 
+    For a built-in framework's script the core owns the launch: a vendor's wrapper may add or
+    change only the variables its ``DeviceBackend`` declares (``visible_devices_env`` and
+    ``launch_env``); a changed command or any other variable makes the run ``invalid``,
+    naming the change. The core then starts the script in an isolated interpreter (``-I``,
+    through its bootstrap, which puts the script folders on ``sys.path`` and records the
+    sha256 of every script file imported) with an environment it assembles and records.
+
     Example::
 
         @hookimpl

@@ -133,10 +133,10 @@ def code_digests(harness: Harness, owners: Iterable[str],
 
 
 def run_provenance(router: HookRouter, scripts: Iterable[str],
-                   vendor_config_path: str | None) -> Provenance:
+                   vendor_config_path: str | None, launches: Iterable = ()) -> Provenance:
     """The result's provenance: plugins with the hooks of this run each implemented or wrapped
     (from the record of the run's router), the launch's scripts and the vendor config with
-    their sha256."""
+    their sha256, and the core's launch of each repeat (``LaunchRecord``)."""
     used = router.hooks_by_plugin()
     plugins = [record.model_copy(update={"hooks": used.get(record.name, {})})
                for record in plugin_records(router.harness)]
@@ -147,6 +147,7 @@ def run_provenance(router: HookRouter, scripts: Iterable[str],
     return Provenance(
         plugins=plugins,
         scripts=script_digests,
+        launches=list(launches),
         vendor_config=display_path(Path(vendor_config_path)) if vendor_config_path else None,
         vendor_config_sha256=sha256_file(vendor_config_path) if vendor_config_path else None,
     )

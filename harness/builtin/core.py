@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -20,12 +21,22 @@ def prepare_env(context: RunContext) -> ExecutionEnv:
 
 @hookimpl(trylast=True)
 def execute(context: RunContext, launch: LaunchSpec, log_path: Path, observer) -> ProcessOutcome:
-    """Run the launch as a subprocess group with the run's timeouts."""
+    """Run the launch as a subprocess group with the run's timeouts.
+
+    The core's step clock names where the log goes as captured (``capture_path``): the
+    output is written there, and ``log_path``, which the vendor's ``execute`` wrappers see,
+    gets a copy once the processes ended; the original never passes through a wrapper."""
     settings = context.config.settings
-    return execute_launch(
+    capture = getattr(observer, "capture_path", None)
+    outcome = execute_launch(
         launch,
-        log_path,
+        Path(capture) if capture else log_path,
         timeout_s=settings.timeout_s,
         hang_timeout_s=settings.hang_timeout_s,
         on_line=observer.on_line,
     )
+    if capture:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(capture, log_path)
+        observer.capture_done = True
+    return outcome.model_copy(update={"log_path": str(log_path)})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
 
 class DeviceInfo(BaseModel):
@@ -41,6 +41,10 @@ class DeviceSet(BaseModel):
 
 
 PeakMemorySource = Literal["allocator", "process_rss"]
+
+#: Variables no vendor may declare for a built-in script's launch: they change which code the
+#: interpreter or the dynamic loader loads.
+UNDECLARABLE_ENV_PREFIXES = ("PYTHON", "LD_PRELOAD", "LD_AUDIT")
 
 
 class FrameworkDevice(BaseModel):
@@ -105,6 +109,28 @@ class DeviceBackend(BaseModel):
         "highest", description="torch.set_float32_matmul_precision for fp32 matmuls: 'high' "
                                "lets them use TF32 on NVIDIA GPUs."
     )
+    launch_env: frozenset[str] = Field(
+        frozenset(), exclude=True,
+        description="Environment variables the vendor's ``run`` wrapper may add to the launch of a "
+                    "built-in framework's script besides visible_devices_env: threads, runtime "
+                    "knobs (OMP_NUM_THREADS, NCCL_...). Anything else a wrapper changes in that "
+                    "launch (argv, other variables) makes the run invalid. Interpreter and loader "
+                    "variables (PYTHON*, LD_PRELOAD, LD_AUDIT) cannot be declared. Not part of the "
+                    "resolved config: it says what may change the launch, not what the scripts read."
+    )
+
+    @field_validator("launch_env")
+    @classmethod
+    def _no_interpreter_variables(cls, names: frozenset[str]) -> frozenset[str]:
+        refused = sorted(n for n in names if n.upper().startswith(UNDECLARABLE_ENV_PREFIXES))
+        if refused:
+            raise ValueError(f"launch_env may not name {', '.join(refused)}: variables that change "
+                             "which code the interpreter loads stay the core's")
+        return names
+
+    def allowed_launch_env(self) -> frozenset[str]:
+        """The variables a vendor's ``run`` wrapper may set in a built-in script's launch."""
+        return self.launch_env | ({self.visible_devices_env} if self.visible_devices_env else set())
 
     @field_serializer("precisions")
     def _sorted_precisions(self, precisions: frozenset[str]) -> list[str]:

@@ -58,6 +58,10 @@ class LaunchSpec(BaseModel):
         description="The training script files the launch runs (entry script and the modules it "
                     "imports); the result records each one's sha256.",
     )
+    inherit_env: bool = Field(
+        True, description="Whether the processes inherit harness's own environment under env. "
+                          "The core's launch of a built-in script sets False: env is then the "
+                          "whole environment, as the core assembled and recorded it.")
 
 
 class ProcessOutcome(BaseModel):

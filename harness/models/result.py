@@ -165,12 +165,30 @@ class PluginRecord(BaseModel):
                     "('wrapped'), as the core routed them; empty when it took no part.")
 
 
+class LaunchRecord(BaseModel):
+    """How the core started one repeat of a built-in framework's script."""
+
+    repeat: int = Field(description="The repeat (1-based).")
+    argv: list[str] = Field(description="The command exactly as the core started it.")
+    env: dict[str, str] = Field(
+        description="The training processes' whole environment, secrets and machine identity "
+                    "scrubbed (values of variables named like a token, key or password: <redacted>).")
+    imported: dict[str, str] = Field(
+        default_factory=dict,
+        description="Every file the training processes imported from harness's script folders "
+                    "(path from its top-level package) -> sha256, as the core's bootstrap "
+                    "recorded it when the processes exited.")
+
+
 class Provenance(BaseModel):
     """What produced a result: the plugins and the exact files that ran."""
 
     plugins: list[PluginRecord] = Field(default_factory=list, description="Every loaded plugin.")
     scripts: dict[str, str] = Field(
         default_factory=dict, description="Training scripts the launch declared -> sha256.")
+    launches: list[LaunchRecord] = Field(
+        default_factory=list, description="The core's launch of each repeat of a built-in "
+                                          "framework's script (empty for other frameworks).")
     vendor_config: str | None = Field(None, description="The vendor config file applied, if any.")
     vendor_config_sha256: str | None = None
 

@@ -13,10 +13,12 @@ from harness.dispatch import HookRouter
 from harness.logparse.summary import LogReading, reading_of, stream_log
 from harness.models import ParsedLog, ProcessOutcome, ResolvedConfig
 from harness.models.context import RunContext
-from harness.models.result import RepeatResult
+from harness.models.result import LaunchRecord, RepeatResult
 from harness.readback import ReadbackCheck, check_log
 from harness.result_builder import log_peak_memory, log_verdict, repeat_figures
 from harness.runner.observer import RunObserver, StepClock
+from harness.runner.sealed_launch import (launch_record, read_import_records, sealed_launch,
+                                          shadowed_problem, vendor_changes)
 from harness.witness import Witness, logged_rate, witness_problem
 
 if TYPE_CHECKING:
@@ -102,6 +104,7 @@ class Attempt:
     peak_memory: int | None = None
     router: HookRouter | None = None  # the run's hook calls, for provenance and efficiency
     outcomes: list[ProcessOutcome] = field(default_factory=list)
+    launches: list[LaunchRecord] = field(default_factory=list)  # the core's launch of each repeat
 
     def fail(self, status: str, reason: str) -> None:
         if self.status is None:
@@ -135,15 +138,35 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
         launch = router.run(ctx, attempt.env, attempt.dataset)
         attempt.scripts += [s for s in launch.scripts if s not in attempt.scripts]
         log_path = context.run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
+        record_prefix = context.run_dir / f".imports.r{index}"
+        if readback_required:  # a built-in framework's script: the core's own launch of it
+            changed = vendor_changes(router.framework_launch(ctx, attempt.env, attempt.dataset),
+                                     launch, _allowed_launch_env(harness, ctx.vendor))
+            if changed:
+                attempt.fail("invalid", f"the {ctx.vendor} vendor's run wrapper "
+                             f"{'; '.join(changed)}: a built-in script is launched by the harness")
+                break
+            launch = sealed_launch(launch, record_prefix)
         observer.stage("train", f"repeat {index}/{total}")
         clock = StepClock(observer, harness.registry.log_formats.items)
         clock.start_repeat(ctx, settings.max_steps, launch.log_format)
+        clock.capture_path = log_path
+        wrapper_copy = context.run_dir / WRAPPER_COPIES / log_path.name
         attempt.launched = True
         try:
-            outcome: ProcessOutcome = router.execute(ctx, launch, log_path, clock)
+            outcome: ProcessOutcome = router.execute(ctx, launch, wrapper_copy, clock)
         finally:
             clock.end_repeat()
+        outcome, sealed_problem = _own_capture(ctx, outcome, clock, log_path, wrapper_copy,
+                                               builtin_script=readback_required)
         attempt.outcomes.append(outcome)
+        if readback_required:
+            imported, shadowed = read_import_records(record_prefix)
+            attempt.launches.append(launch_record(index, launch, imported))
+            sealed_problem = sealed_problem or shadowed_problem(shadowed) or (
+                None if imported or outcome.status != "success" else
+                "the training process did not report the files it imported (it was not started "
+                "through the harness's bootstrap)")
         if context.node_rank:  # the training figures are node 0's
             if outcome.status != "success":
                 attempt.fail(outcome.status, outcome.reason or outcome.status)
@@ -157,6 +180,8 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
         repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, reading, launch.log_format,
                                                   readback, clock.witness(ctx.config, ctx.case.unit),
                                                   builtin_scripts=readback_required)
+        if sealed_problem and repeat.status in ("success", "invalid"):  # the cause comes first
+            repeat.status, repeat_reason = "invalid", sealed_problem
         attempt.repeats.append(repeat)
         attempt.extras.update(outcome.extras)
         memory = log_peak_memory(reading)
@@ -168,3 +193,43 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
             attempt.fail(repeat.status,
                          f"repeat {index}: {repeat_reason}" if total > 1 else repeat_reason)
             break  # a failed or interrupted repeat ends the run; what ran is recorded
+
+
+#: The run folder's subfolder where the vendor's execute wrappers get their copy of each log.
+WRAPPER_COPIES = ".wrapper-copy"
+
+
+def _own_capture(context: RunContext, outcome: ProcessOutcome, clock: StepClock, log_path: Path,
+                 wrapper_copy: Path, builtin_script: bool) -> tuple[ProcessOutcome, str | None]:
+    """The outcome pointed at the core's own capture of the log, and why the repeat is invalid
+    (or None): for a built-in script the core's execute did not run (a vendor's execute
+    replaced it), or an execute wrapper changed its copy of the log. The copy is removed."""
+    from harness.provenance import sha256_file
+
+    problem = None
+    if not clock.capture_done:
+        if builtin_script:
+            problem = (f"the {context.vendor} vendor's execute replaced the harness's own execution "
+                       "of the training process")
+        if wrapper_copy.is_file() and not log_path.exists():
+            wrapper_copy.replace(log_path)  # the only log there is, kept for the record
+    else:
+        try:
+            changed = sha256_file(wrapper_copy) != sha256_file(log_path)
+        except OSError:
+            changed = True
+        if changed:
+            problem = (f"the {context.vendor} vendor's execute wrapper changed its copy of "
+                       f"{log_path.name} (the harness keeps the log as captured)")
+    wrapper_copy.unlink(missing_ok=True)
+    try:
+        wrapper_copy.parent.rmdir()
+    except OSError:
+        pass
+    return outcome.model_copy(update={"log_path": str(log_path)}), problem
+
+
+def _allowed_launch_env(harness: Harness, vendor: str) -> frozenset[str]:
+    """The variables the vendor's ``DeviceBackend`` lets its ``run`` wrapper set."""
+    backend = harness.registry.vendors.get(vendor).backend
+    return backend.allowed_launch_env() if backend is not None else frozenset()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -43,6 +44,10 @@ class StepClock(RunObserver):
         self.step_records = 0  # step records seen arriving (a replayed or edited log differs)
         self._captured = hashlib.sha256()  # of every line as it arrived, before any wrapper
         self._parser = None
+        # Where the core's execute writes the log as captured; the hook's log_path (what an
+        # execute wrapper sees) gets a copy. capture_done: the core's execute ran.
+        self.capture_path: Path | None = None
+        self.capture_done = False
 
     def stage(self, name: str, detail: str = "") -> None:
         self.inner.stage(name, detail)

@@ -61,7 +61,7 @@ def execute_launch(
     on_line: Callable[[str], None] | None = None,
 ) -> ProcessOutcome:
     """Execute ``launch``; every line goes (scrubbed) to ``log_path`` and to ``on_line``."""
-    env = dict(os.environ if base_env is None else base_env)
+    env = dict(os.environ if base_env is None else base_env) if launch.inherit_env else {}
     env.update(launch.env)
     env.setdefault("PYTHONUNBUFFERED", "1")
     started = _now()

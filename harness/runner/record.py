@@ -51,7 +51,8 @@ def record_result(context: RunContext, request: RunRequest,
         peak_memory_bytes=attempt.peak_memory, devices=context.devices, dataset=attempt.dataset,
         repeats=repeats, device_metrics=attempt.extras, modified=modified_keys(context.config),
         readback=attempt.first_readback,
-        provenance=run_provenance(attempt.router, attempt.scripts, context.vendor_config_path)
+        provenance=run_provenance(attempt.router, attempt.scripts, context.vendor_config_path,
+                                  attempt.launches)
         if attempt.router is not None else None,
     )
     if attempt.router is not None and attempt.env is not None:

@@ -71,3 +71,15 @@ def scrub_line(line: str, host_names: tuple[str, ...] | None = None) -> str:
     if ":" in line:
         line = _IPV6_CANDIDATE.sub(_ipv6_sub, line)
     return line
+
+
+# A variable whose name says it holds a credential: its value is never recorded.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|API_?KEY|PRIVATE|_KEY\b|^KEY\b"
+                          r"|AUTH|COOKIE|SESSION", re.IGNORECASE)
+
+
+def scrub_environment(env: dict[str, str]) -> dict[str, str]:
+    """An environment fit to record: credentials' values ``<redacted>`` (by the variable's name),
+    machine identity scrubbed from the rest as from log lines (``scrub_line``)."""
+    return {name: "<redacted>" if _SECRET_NAME.search(name) else scrub_line(value)
+            for name, value in sorted(env.items())}

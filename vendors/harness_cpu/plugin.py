@@ -28,6 +28,7 @@ BACKEND = DeviceBackend(
     addressed_by_local_rank=False,
     precisions=frozenset({"fp32", "bf16"}),
     peak_memory="process_rss",
+    launch_env=frozenset({"CUDA_VISIBLE_DEVICES", "OMP_NUM_THREADS"}),  # what run() below adds
 )
 
 

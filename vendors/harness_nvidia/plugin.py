@@ -37,6 +37,8 @@ BACKEND = DeviceBackend(
     precisions=frozenset({"fp32", "fp16", "bf16", "fp8"}),  # bf16: Ampere+, fp8: Ada/Hopper+ (unsupported_reason)
     peak_memory="allocator",
     float32_matmul_precision="high",
+    # What the run wrapper below adds to a built-in script's launch.
+    launch_env=frozenset({*LAUNCH_ENV, *SAFE_DEFAULTS, "OMP_NUM_THREADS"}),
 )
 
 log = logging.getLogger(__name__)

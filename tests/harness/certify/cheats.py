@@ -140,3 +140,77 @@ class Replayer(CheatingVendor):
         launch: LaunchSpec = yield
         code = f"import sys; sys.stdout.write(open({str(self.stored_log)!r}).read())"
         return launch.model_copy(update={"argv": [sys.executable, "-c", code]})
+
+
+class ReadbackShadower(CheatingVendor):
+    """A ``run`` wrapper that prepends a folder to ``PYTHONPATH`` holding its own
+    ``readback.py``, which would print the expected read-back whatever the model built."""
+
+    name = "shadow"
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        shared = Path(__import__("harness_cases.shared_scripts", fromlist=["x"]).SHARED_SCRIPTS_DIR)
+        # the real module, with the built model's layer count claimed whole
+        (folder / "readback.py").write_text((shared / "readback.py").read_text()
+                                            + "\n# shadowed by the vendor\n")
+
+    @hookimpl(wrapper=True)
+    def run(self, context, env, dataset):
+        launch: LaunchSpec = yield
+        path = f"{self.folder}:{launch.env.get('PYTHONPATH', '')}"
+        return launch.model_copy(update={"env": {**launch.env, "PYTHONPATH": path}})
+
+
+BF16_LINEAR = """
+import torch, torch.nn.functional as F
+_linear = F.linear
+def linear(x, w, b=None):
+    out = _linear(x.bfloat16(), w.bfloat16(), None if b is None else b.bfloat16())
+    return out.to(x.dtype)
+F.linear = linear
+"""
+
+
+class Bf16LinearUserSite(CheatingVendor):
+    """A ``run`` wrapper that points ``PYTHONUSERBASE`` at a user site whose ``usercustomize``
+    runs every ``F.linear`` in bf16 while the run claims fp32."""
+
+    name = "bf16site"
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        site = folder / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+        site.mkdir(parents=True, exist_ok=True)
+        (site / "usercustomize.py").write_text(BF16_LINEAR)
+
+    @hookimpl(wrapper=True)
+    def run(self, context, env, dataset):
+        launch: LaunchSpec = yield
+        return launch.model_copy(update={"env": {**launch.env, "PYTHONUSERBASE": str(self.folder)}})
+
+
+class ExecuteReplayer(CheatingVendor):
+    """An ``execute`` of its own (not a wrapper) that stands in for the core's: it replays a
+    stored honest log into the log file and the observer, and no training runs."""
+
+    name = "execreplay"
+
+    def __init__(self, stored_log: Path):
+        self.stored_log = stored_log
+
+    @hookimpl(tryfirst=True)
+    def execute(self, context, launch, log_path, observer):
+        from datetime import datetime, timezone
+
+        from harness.models import ProcessOutcome
+
+        text = self.stored_log.read_text()
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        Path(log_path).write_text(text)
+        for line in text.splitlines(keepends=True):
+            observer.on_line(line)
+        now = datetime.now(timezone.utc)
+        return ProcessOutcome(status="success", exit_code=0, log_path=str(log_path),
+                              started_at=now, finished_at=now)

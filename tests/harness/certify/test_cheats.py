@@ -48,24 +48,35 @@ def _run_with(tmp_path, vendor, max_steps=12):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("cheat, named", [
-    ("LogTimeEditor", "train.log was changed after the harness captured it"),
-    ("SlowestLinesDeleter", "train.log was changed after the harness captured it"),
-])
-def test_a_log_edited_after_the_run_is_invalid(tmp_path, cheat, named):
+@pytest.mark.parametrize("cheat", ["LogTimeEditor", "SlowestLinesDeleter"])
+def test_a_log_edited_after_the_run_is_invalid_and_the_capture_is_kept(tmp_path, cheat):
+    """An execute wrapper edits only its copy: the run keeps the log as captured (its sha256
+    is the witness's) and is invalid, naming the edit."""
+    from harness.provenance import sha256_file
     from tests.harness.certify import cheats
 
     result = _run_with(tmp_path, getattr(cheats, cheat)())
-    assert result.status == "invalid" and named in result.failure_reason
+    assert result.status == "invalid"
+    assert f"{cheat.lower()[:4]}" and "vendor's execute wrapper changed its copy of train.log" in result.failure_reason
+    log = tmp_path / "results" / result.run_id / "train.log"
+    assert sha256_file(log) == result.repeats[0].witness.log_sha256
+    assert not (tmp_path / "results" / result.run_id / ".wrapper-copy").exists()
 
 
 @pytest.mark.slow
-def test_a_slowed_clock_inside_the_training_process_is_invalid(tmp_path):
-    from tests.harness.certify.cheats import SlowClock
+@pytest.mark.parametrize("cheat, named", [
+    ("SlowClock", "changed PYTHONPATH (not a variable its device backend declares)"),
+    ("ReadbackShadower", "changed PYTHONPATH (not a variable its device backend declares)"),
+    ("Bf16LinearUserSite", "set PYTHONUSERBASE (not a variable its device backend declares)"),
+])
+def test_a_launch_environment_that_would_load_other_code_is_invalid(tmp_path, cheat, named):
+    """A sitecustomize slowing the clock, a shadowed readback.py, a usercustomize running
+    F.linear in bf16: each needs a variable the vendor's backend does not declare."""
+    from tests.harness.certify import cheats
 
-    result = _run_with(tmp_path, SlowClock(tmp_path / "site"))
-    assert result.status == "invalid"
-    assert "log claims" in result.failure_reason and "harness timed" in result.failure_reason
+    result = _run_with(tmp_path, getattr(cheats, cheat)(tmp_path / "site"), max_steps=6)
+    assert result.status == "invalid" and named in result.failure_reason
+    assert not result.repeats  # refused before the launch: nothing of it ran
 
 
 @pytest.mark.slow
@@ -76,7 +87,20 @@ def test_an_honest_run_passes_and_its_log_replayed_is_invalid(tmp_path):
     assert honest.status == "success", honest.failure_reason
     witness = honest.repeats[0].witness
     assert witness.step_records == 12 and witness.timed_throughput > 0
+    launch = honest.provenance.launches[0]  # the core's own launch, recorded
+    assert launch.argv[1:3] == ["-I", "-u"] and "script_bootstrap.py" in launch.argv[3]
+    assert "PYTHONPATH" not in launch.env
+    assert {"harness_pytorch/scripts/train_gpt.py", "harness_cases/shared_scripts/readback.py",
+            "harness_cases/shared_scripts/gpt_windows.py"} <= set(launch.imported)
+    assert launch.imported["harness_pytorch/scripts/train_gpt.py"] == \
+        honest.provenance.scripts["harness_pytorch/scripts/train_gpt.py"]
     stored = tmp_path / "honest" / "results" / honest.run_id / "train.log"
     result = _run_with(tmp_path / "replayed", Replayer(stored))
     assert result.status == "invalid"
-    assert "log claims" in result.failure_reason and "harness timed" in result.failure_reason
+    assert "replay vendor's run wrapper replaced the command" in result.failure_reason
+    from tests.harness.certify.cheats import ExecuteReplayer
+
+    result = _run_with(tmp_path / "executed", ExecuteReplayer(stored))
+    assert result.status == "invalid"
+    assert ("execreplay vendor's execute replaced the harness's own execution of the training "
+            "process") in result.failure_reason
