@@ -115,7 +115,9 @@ def gradient_accumulation_fusion(p: dict) -> bool:
     return True
 
 
-def build_model(p: dict, tp: int, pp: int, precision: str, fuse_weight_gradients: bool):
+def build_model(p: dict, tp: int, pp: int, precision: str, fuse_weight_gradients: bool,
+                device: torch.device | None = None):
+    """The GPTModel of the case on ``device`` (default: this process's accelerator)."""
     from megatron.core import parallel_state
     from megatron.core.models.gpt import GPTModel
     from megatron.core.models.gpt.gpt_layer_specs import get_gpt_layer_local_spec
@@ -149,6 +151,7 @@ def build_model(p: dict, tp: int, pp: int, precision: str, fuse_weight_gradients
         recompute_granularity={"none": None, "full": "full", "selective": "selective"}[recompute],
         recompute_method="uniform" if recompute == "full" else None,
         recompute_num_layers=1 if recompute == "full" else None,
+        use_cpu_initialization=device is not None and device.type == "cpu",
     )
     layer = get_gpt_layer_local_spec()
     backend = str(p["attention_backend"])
@@ -172,7 +175,7 @@ def build_model(p: dict, tp: int, pp: int, precision: str, fuse_weight_gradients
         share_embeddings_and_output_weights=True,
         position_embedding_type="learned_absolute",
     )
-    model.to(torch.device(DEVICE_TYPE, torch.get_device_module(DEVICE_TYPE).current_device()))
+    model.to(device or torch.device(DEVICE_TYPE, torch.get_device_module(DEVICE_TYPE).current_device()))
     if precision != "fp32":
         model = Float16Module(config, model)  # as Megatron-LM: bf16/fp16 weights, fp32 main params
     return model, config
