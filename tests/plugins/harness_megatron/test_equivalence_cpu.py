@@ -70,7 +70,8 @@ def test_megatron_core_gpt_computes_what_the_pytorch_gpt_computes(monkeypatch):
 
         parallel_state.initialize_model_parallel(1, 1)
         p = {"num_layers": 2, "hidden_size": 64, "num_heads": HEADS, "ffn_multiplier": 4,
-             "dropout": 0.0, "init_std": 0.02, "vocab_size": 128, "seq_len": 32}
+             "dropout": 0.0, "init_std": 0.02, "vocab_size": 128, "seq_len": 32,
+             "recompute": "none", "attention_backend": "auto"}
         megatron, _ = script.build_model(p, 1, 1, "fp32", False, device=torch.device("cpu"))
         reference = GPT(vocab_size=128, seq_len=32, num_layers=2, hidden_size=64, num_heads=HEADS)
         state = _state(np.random.default_rng(2))
