@@ -26,6 +26,10 @@ from harness.models.device import DeviceBackend
 
 #: Must equal ``shared_scripts/readback.py``'s READBACK_PREFIX (tests check).
 READBACK_PREFIX = "[harness-readback] "
+#: The variable that hands a repeat its data-order nonce; must equal
+#: ``shared_scripts/data_nonce.py``'s NONCE_ENV (tests check). The read-back reports the
+#: nonce as ``data_nonce``.
+DATA_NONCE_ENV = "HARNESS_DATA_NONCE"
 
 #: Keys every read-back must carry, besides the case's identifying (immutable) parameters.
 REQUIRED_KEYS: tuple[str, ...] = (
@@ -131,11 +135,16 @@ def _same_device(read: Any, device_kind: str, backend: DeviceBackend | None = No
 
 def compare_readback(readback: dict[str, Any], config: ResolvedConfig, *,
                      model_parameters: int | None, device_kind: str,
-                     identifying: frozenset[str] | set[str] = frozenset()) -> ReadbackCheck:
+                     identifying: frozenset[str] | set[str] = frozenset(),
+                     data_nonce: int | None = None) -> ReadbackCheck:
     """Compare a read-back with the resolved config: every key both have must agree;
     ``REQUIRED_KEYS`` and the case's ``identifying`` parameters (its immutable keys) must be
-    present. ``parameters`` is compared when the case's count is known."""
+    present. ``parameters`` is compared when the case's count is known; ``data_nonce``, the
+    repeat's data-order nonce, must be read back when the core gave one (a log of another
+    run names another)."""
     expected = expected_values(config, model_parameters=model_parameters, device_kind=device_kind)
+    if data_nonce is not None:
+        expected["data_nonce"] = data_nonce
     differences: dict[str, tuple[Any, Any]] = {}
     for key, read in readback.items():
         if key not in expected:
@@ -145,6 +154,8 @@ def compare_readback(readback: dict[str, Any], config: ResolvedConfig, *,
         if not same:
             differences[key] = (read, want)
     required = set(REQUIRED_KEYS) | (set(identifying) & set(config.params))
+    if data_nonce is not None:
+        required.add("data_nonce")
     missing = sorted(required - set(readback))
     return ReadbackCheck(readback=readback, differences=dict(sorted(differences.items())),
                          missing=missing)
@@ -152,11 +163,11 @@ def compare_readback(readback: dict[str, Any], config: ResolvedConfig, *,
 
 def check_log(log_path: Path, config: ResolvedConfig, *, model_parameters: int | None,
               device_kind: str, identifying: frozenset[str] | set[str] = frozenset(),
-              required: bool = True) -> ReadbackCheck:
+              required: bool = True, data_nonce: int | None = None) -> ReadbackCheck:
     """Find and compare the read-back of one log. Without a line the check fails when
     ``required`` (built-in frameworks print one), else it passes with nothing read back."""
     readback, problem = find_readback(log_path)
     if readback is None:
         return ReadbackCheck(readback=None, problem=problem if required else None)
     return compare_readback(readback, config, model_parameters=model_parameters,
-                            device_kind=device_kind, identifying=identifying)
+                            device_kind=device_kind, identifying=identifying, data_nonce=data_nonce)

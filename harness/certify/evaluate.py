@@ -29,6 +29,7 @@ from harness.result_builder import repeat_figures
 from harness.results_io import LEGACY_DECIMALS
 from harness.runner.pipeline import config_log_hints
 from harness.stats import mean
+from harness.readback import find_readback
 from harness.witness import logged_rate, witness_problem
 from harness.models import BenchmarkResult, ResolvedConfig
 
@@ -115,6 +116,9 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
                                    timed=_builtin_framework(registry, result.framework)))
         if problem:
             evidence.problems.append(f"{rel}/{result.log_file}: {problem}")
+        nonce = nonce_problem(log_path, result.repeats[0].data_nonce if result.repeats else None)
+        if nonce:
+            evidence.problems.append(f"{rel}/{result.log_file}: {nonce}")
     claimed = result.throughput.value if result.throughput else None
     if result.status == "success" and evidence.final is not None:
         evidence.problems += [f"{rel}/result.json: {p}" for p in efficiency_problems(result, evidence.final)]
@@ -134,6 +138,19 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
                 evidence.problems.append(
                     f"{rel}/index/{index_file.name}: FINAL_RESULT {value} claimed, its log gives {evidence.final}")
     return evidence
+
+
+def nonce_problem(log_path: Path, data_nonce: int | None) -> str | None:
+    """Why a log's read-back does not name the repeat's data-order nonce (a log of another
+    run), or None; nothing to check for a repeat the harness gave no nonce."""
+    if data_nonce is None:
+        return None
+    readback, problem = find_readback(log_path)
+    read = readback.get("data_nonce") if readback else None
+    if read == data_nonce:
+        return None
+    return problem or (f"its read-back names data nonce {read}, the repeat was given {data_nonce}: "
+                       "a log of another run")
 
 
 def _builtin_framework(registry: Registry, framework: str) -> bool:

@@ -44,7 +44,7 @@ PeakMemorySource = Literal["allocator", "process_rss"]
 
 #: Variables no vendor may declare for a built-in script's launch: they change which code the
 #: interpreter or the dynamic loader loads.
-UNDECLARABLE_ENV_PREFIXES = ("PYTHON", "LD_PRELOAD", "LD_AUDIT")
+UNDECLARABLE_ENV_PREFIXES = ("PYTHON", "LD_PRELOAD", "LD_AUDIT", "HARNESS_DATA_NONCE")
 
 
 class FrameworkDevice(BaseModel):

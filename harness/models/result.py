@@ -87,6 +87,10 @@ class RepeatResult(BaseModel):
     log_file: str
     log_format: str | None = Field(None, description="Log format the launch printed (reports re-read the log with it).")
     duration_s: float
+    data_nonce: int | None = Field(
+        None, description="The nonce the harness gave this repeat to seed its data order "
+                          "(HARNESS_DATA_NONCE), which the read-back must report; None for "
+                          "other frameworks' scripts and equivalence runs.")
     witness: Witness | None = Field(
         None, description="What the harness itself saw of the repeat's output: its sha256 as "
                           "captured, the step records that arrived and the rate their arrival "

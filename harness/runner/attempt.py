@@ -17,8 +17,8 @@ from harness.models.result import LaunchRecord, RepeatResult
 from harness.readback import ReadbackCheck, check_log
 from harness.result_builder import log_peak_memory, log_verdict, repeat_figures
 from harness.runner.observer import RunObserver, StepClock
-from harness.runner.sealed_launch import (launch_record, read_import_records, sealed_launch,
-                                          shadowed_problem, vendor_changes)
+from harness.runner.sealed_launch import (launch_record, read_import_records, repeat_nonce,
+                                          sealed_launch, shadowed_problem, vendor_changes)
 from harness.witness import Witness, logged_rate, witness_problem
 
 if TYPE_CHECKING:
@@ -139,6 +139,7 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
         attempt.scripts += [s for s in launch.scripts if s not in attempt.scripts]
         log_path = context.run_dir / ("train.log" if index == 1 else f"train.r{index}.log")
         record_prefix = context.run_dir / f".imports.r{index}"
+        nonce = None
         if readback_required:  # a built-in framework's script: the core's own launch of it
             changed = vendor_changes(router.framework_launch(ctx, attempt.env, attempt.dataset),
                                      launch, _allowed_launch_env(harness, ctx.vendor))
@@ -146,7 +147,10 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
                 attempt.fail("invalid", f"the {ctx.vendor} vendor's run wrapper "
                              f"{'; '.join(changed)}: a built-in script is launched by the harness")
                 break
-            launch = sealed_launch(launch, record_prefix)
+            # A fresh data order per repeat, but one order in every framework for equivalence.
+            nonce = (repeat_nonce(ctx.job_id, settings.nnodes, index)
+                     if ctx.config.equivalence is None else None)
+            launch = sealed_launch(launch, record_prefix, data_nonce=nonce)
         observer.stage("train", f"repeat {index}/{total}")
         clock = StepClock(observer, harness.registry.log_formats.items)
         clock.start_repeat(ctx, settings.max_steps, launch.log_format)
@@ -176,10 +180,11 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
         readback = check_log(
             log_path, ctx.config, device_kind=ctx.devices.kind, identifying=ctx.case.immutable,
             model_parameters=flops.model_parameters if flops is not None else None,
-            required=readback_required)
+            required=readback_required, data_nonce=nonce)
         repeat, repeat_reason = _summarise_repeat(ctx, index, outcome, reading, launch.log_format,
                                                   readback, clock.witness(ctx.config, ctx.case.unit),
                                                   builtin_scripts=readback_required)
+        repeat.data_nonce = nonce
         if sealed_problem and repeat.status in ("success", "invalid"):  # the cause comes first
             repeat.status, repeat_reason = "invalid", sealed_problem
         attempt.repeats.append(repeat)

@@ -18,13 +18,16 @@ starts the command itself (:func:`sealed_launch`):
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 from pathlib import Path
 
 from harness.models import LaunchSpec
 from harness.models.device import UNDECLARABLE_ENV_PREFIXES
 from harness.models.result import LaunchRecord
+from harness.readback import DATA_NONCE_ENV
 from harness.runner.scrub import scrub_environment
 
 BOOTSTRAP = Path(__file__).with_name("script_bootstrap.py")
@@ -69,10 +72,19 @@ def training_environment(launch: LaunchSpec, inherited: dict[str, str] | None = 
     return env
 
 
-def sealed_launch(launch: LaunchSpec, record_prefix: Path) -> LaunchSpec:
+def repeat_nonce(job_id: str | None, nnodes: int, repeat: int) -> int:
+    """A repeat's data-order nonce (31 bits): fresh from the system's randomness on one node;
+    on several, derived from the job id, which every node shares, so their data orders agree."""
+    if nnodes > 1 and job_id:
+        digest = hashlib.sha256(f"{job_id}:{repeat}".encode()).digest()
+        return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+    return secrets.randbits(31)
+
+
+def sealed_launch(launch: LaunchSpec, record_prefix: Path, data_nonce: int | None = None) -> LaunchSpec:
     """``launch`` as the core starts it: isolated interpreter, the bootstrap before the entry
     script (``launch.scripts[0]``; a launcher in front keeps its arguments), the whole
-    environment, no ``PYTHONPATH``."""
+    environment with the repeat's ``data_nonce`` (when given), no ``PYTHONPATH``."""
     if not launch.scripts or launch.scripts[0] not in launch.argv[1:]:
         raise ValueError("a built-in framework's launch must run its entry script (scripts[0]) "
                          "as an argument of the interpreter")
@@ -83,8 +95,11 @@ def sealed_launch(launch: LaunchSpec, record_prefix: Path) -> LaunchSpec:
                  *(a for p in paths if p not in script_folders for a in ("--path", p)),
                  "--record", str(record_prefix), "--"]
     argv = [launch.argv[0], *INTERPRETER_FLAGS, *launch.argv[1:entry], *bootstrap, *launch.argv[entry:]]
-    return launch.model_copy(update={"argv": argv, "env": training_environment(launch),
-                                     "inherit_env": False})
+    env = training_environment(launch)
+    env.pop(DATA_NONCE_ENV, None)  # only the core's own
+    if data_nonce is not None:
+        env[DATA_NONCE_ENV] = str(data_nonce)
+    return launch.model_copy(update={"argv": argv, "env": env, "inherit_env": False})
 
 
 def read_import_records(record_prefix: Path) -> tuple[dict[str, str], dict[str, str]]:

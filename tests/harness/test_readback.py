@@ -133,3 +133,32 @@ def test_no_line_fails_a_builtin_framework_only(tmp_path):
     assert check_log(log, _config(), model_parameters=None, device_kind="cpu", required=False).ok
     log.write_text(READBACK_PREFIX + "{not json\n")
     assert "not valid JSON" in check_log(log, _config(), model_parameters=None, device_kind="cpu").reason()
+
+
+def test_the_repeats_data_nonce_must_be_read_back(monkeypatch):
+    from harness.readback import DATA_NONCE_ENV
+    from harness_cases.shared_scripts import data_nonce
+
+    assert data_nonce.NONCE_ENV == DATA_NONCE_ENV
+    config = _config()
+    params = gpt_flops_per_token(config.params).model_parameters
+    check = lambda facts, nonce: compare_readback(facts, config, device_kind="cpu", data_nonce=nonce,
+                                                  model_parameters=params, identifying=CASE.immutable)
+    assert check(_faithful(config, data_nonce=41), 41).ok
+    other_run = check(_faithful(config, data_nonce=41), 42)  # a stored log of another run
+    assert "data_nonce 41 (expected 42)" in other_run.reason()
+    assert "missing data_nonce" in check(_faithful(config), 42).reason()
+    assert check(_faithful(config), None).ok  # no nonce given (equivalence, third-party scripts)
+    monkeypatch.setenv(DATA_NONCE_ENV, "41")
+    assert '"data_nonce": 41' in readback_line(a=1)
+
+
+def test_the_nonce_changes_the_data_order_seed(monkeypatch):
+    from harness_cases.shared_scripts.data_nonce import NONCE_ENV, data_order_seed
+
+    monkeypatch.delenv(NONCE_ENV, raising=False)
+    assert data_order_seed(1234) == 1234  # equivalence runs keep the config's own order
+    monkeypatch.setenv(NONCE_ENV, "7")
+    seven = data_order_seed(1234)
+    monkeypatch.setenv(NONCE_ENV, "8")
+    assert seven != data_order_seed(1234) and 0 <= seven < 2 ** 31

@@ -23,7 +23,16 @@ READBACK_PREFIX = "[harness-readback] "
 
 
 def readback_line(**facts) -> str:
-    """The line for ``facts`` (JSON values only), keys sorted."""
+    """The line for ``facts`` (JSON values only), keys sorted, with the repeat's data-order
+    nonce (``data_nonce``) where the core gave one."""
+    try:  # the scripts import this folder's modules by name; harness by package
+        from data_nonce import data_nonce
+    except ImportError:
+        from harness_cases.shared_scripts.data_nonce import data_nonce
+
+    nonce = data_nonce()
+    if nonce is not None:
+        facts = {**facts, "data_nonce": nonce}
     return READBACK_PREFIX + json.dumps(facts, sort_keys=True)
 
 

@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 from gpt_knobs import with_knob_defaults
 from lr_schedule import lr_at
+from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
 
@@ -303,9 +304,10 @@ def main() -> int:
     global_batch = mbs * accum * dp
     seq = p["seq_len"]
     dp_rank = parallel_state.get_data_parallel_rank()
-    dataset = GPTWindowDataset(args.data_prefix, seq, s["seed"], p["vocab_size"])
+    order_seed = data_order_seed(s["seed"])  # the repeat's nonce in the data order
+    dataset = GPTWindowDataset(args.data_prefix, seq, order_seed, p["vocab_size"])
     sampler = DistributedSampler(dataset, num_replicas=dp, rank=dp_rank, shuffle=True,
-                                 seed=s["seed"], drop_last=True)
+                                 seed=order_seed, drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True, num_workers=2,
                         pin_memory=True, persistent_workers=True)
 

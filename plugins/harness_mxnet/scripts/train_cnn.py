@@ -31,6 +31,7 @@ import mxnet_equivalence
 from lr_schedule import lr_at
 from memory_line import memory_line, process_peak_rss_mb
 from mxnet_models import build_model, initialise, trainable_parameters
+from data_nonce import data_order_seed
 from readback import print_readback
 
 
@@ -106,7 +107,7 @@ def main() -> int:
     if s["nnodes"] > 1:
         fail("multi-node MXNet training needs a parameter-server launch (dist_sync); not supported")
     mx.random.seed(s["seed"])
-    np.random.seed(s["seed"])
+    np.random.seed(data_order_seed(s["seed"]))  # the sampler's shuffle, with the repeat's nonce
     ctx, device, kvstore = contexts(cfg.get("device"), s["nproc"])
     precision = s["precision"]
     if precision == "bf16":

@@ -20,6 +20,7 @@ from contextlib import nullcontext
 import paddle
 import paddle.distributed as dist
 
+from data_nonce import data_order_seed
 from device_backend import read_device_backend
 from memory_line import memory_line, process_peak_rss_mb
 
@@ -202,7 +203,7 @@ class EndlessBatches:
 
     def __iter__(self):
         for epoch in itertools.count():
-            self.sampler.set_epoch(epoch)
+            self.sampler.set_epoch(data_order_seed(epoch))  # the repeat's nonce in the shuffle
             for batch in self.sampler:
                 yield [(epoch, index) for index in batch] if self.epoch_keys else batch
 

@@ -24,6 +24,7 @@ from paddle_common import (IntervalMeter, amp_decorate, amp_setup, backward_and_
                            equivalence_batches, finish, log, memory_fields, shuffled_batches,
                            stack_samples, start_training)
 from paddle_parallel import setup_hybrid, shard_optimizer
+from data_nonce import data_order_seed
 from readback import print_readback
 
 
@@ -81,7 +82,8 @@ def main() -> int:
 
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * rt.data_parallel_world()
-    dataset = WindowDataset(GPTWindows(args.data, p["seq_len"], s["seed"], p["vocab_size"]))
+    dataset = WindowDataset(GPTWindows(args.data, p["seq_len"], data_order_seed(s["seed"]),
+                                       p["vocab_size"]))  # the repeat's nonce in the document order
     if equivalence is None:
         data = shuffled_batches(rt, dataset, mbs, workers=2)
     else:  # the neutral sample order every framework trains on

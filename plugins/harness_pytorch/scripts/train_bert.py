@@ -28,6 +28,7 @@ from dll import dll
 from equivalence import Equivalence
 import torch_equivalence
 from lr_schedule import lr_at
+from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
 from torch_setup import finish_training, mean_over_ranks, optimizer_step, run_and_exit, start_training
@@ -121,7 +122,8 @@ def main() -> int:
     if dataset.samples.seq_len != p["seq_len"]:
         log(f"error: {args.data} holds sequences of {dataset.samples.seq_len}, the case wants {p['seq_len']}")
         return 2
-    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True,
+                                 seed=data_order_seed(s["seed"]),  # the repeat's nonce in the order
                                  drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
                         **runtime.loader_options(workers=4))

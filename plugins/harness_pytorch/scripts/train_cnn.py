@@ -23,6 +23,7 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, DistributedSampl
 from cnn_models import build_model, trainable_parameters
 from dll import dll
 from lr_schedule import lr_at
+from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
 from torch_setup import finish_training, mean_over_ranks, optimizer_step, run_and_exit, start_training
@@ -133,7 +134,8 @@ def main() -> int:
         log(f"error: {args.data} holds {dataset.records.image_size}px images of "
             f"{dataset.records.num_classes} classes; the case wants {p['image_size']}px and {p['num_classes']}")
         return 2
-    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True,
+                                 seed=data_order_seed(s["seed"]),  # the repeat's nonce in the order
                                  drop_last=True)
     if len(sampler) < mbs:
         log(f"error: {args.data} holds {len(dataset)} images, {len(sampler)} per process: fewer than "

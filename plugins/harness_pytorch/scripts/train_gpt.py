@@ -23,6 +23,7 @@ from gpt_model import GPT, weight_gradient_fusion_unavailable
 from gpt_knobs import with_knob_defaults
 from lr_schedule import lr_at
 from model_flops import gpt_training_flops_per_token
+from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
 from equivalence import Equivalence
@@ -207,8 +208,9 @@ def main() -> int:
 
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
-    dataset = GPTWindowDataset(args.data_prefix, p["seq_len"], s["seed"], p["vocab_size"])
-    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=s["seed"],
+    order_seed = data_order_seed(s["seed"])  # the repeat's nonce in the data order
+    dataset = GPTWindowDataset(args.data_prefix, p["seq_len"], order_seed, p["vocab_size"])
+    sampler = DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=True, seed=order_seed,
                                  drop_last=True)
     loader = DataLoader(dataset, batch_size=mbs, sampler=sampler, drop_last=True,
                         **runtime.loader_options(workers=2))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 
 from harness.app import Harness
+from harness.certify.evaluate import nonce_problem
+from harness.readback import check_log
 from harness.registry import DuplicateRegistrationWarning
 from harness.runner.pipeline import RunRequest, plan
 from tests.harness.certify.cheats import FlopsInflater, NameSquatter
@@ -104,3 +106,13 @@ def test_an_honest_run_passes_and_its_log_replayed_is_invalid(tmp_path):
     assert result.status == "invalid"
     assert ("execreplay vendor's execute replaced the harness's own execution of the training "
             "process") in result.failure_reason
+    # Each repeat got its own data-order nonce: the replayed log names the honest run's.
+    honest_nonce, replay_nonce = honest.repeats[0].data_nonce, result.repeats[0].data_nonce
+    assert honest_nonce is not None and replay_nonce is not None and honest_nonce != replay_nonce
+    assert honest.readback["data_nonce"] == honest_nonce
+    replayed = tmp_path / "executed" / "results" / result.run_id / "train.log"
+    check = check_log(replayed, result.config, device_kind="cpu", data_nonce=replay_nonce,
+                      model_parameters=honest.readback["parameters"])
+    assert f"data_nonce {honest_nonce} (expected {replay_nonce})" in check.reason()
+    assert "a log of another run" in nonce_problem(replayed, replay_nonce)
+    assert nonce_problem(stored, honest_nonce) is None

@@ -144,3 +144,18 @@ def test_a_module_named_like_a_harness_script_from_elsewhere_is_named(tmp_path):
     _, shadowed = read_import_records(tmp_path / "rec")
     assert shadowed == {"readback": str((shadow / "readback.py").resolve())}
     assert "imported harness script modules from elsewhere: readback from" in shadowed_problem(shadowed)
+
+
+def test_the_sealed_launch_carries_only_the_cores_nonce(tmp_path, monkeypatch):
+    from harness.readback import DATA_NONCE_ENV
+    from harness.runner.sealed_launch import repeat_nonce
+
+    monkeypatch.setenv(DATA_NONCE_ENV, "1")  # inherited: never passed on
+    assert DATA_NONCE_ENV not in sealed_launch(_launch(), tmp_path / "rec").env
+    assert sealed_launch(_launch(), tmp_path / "rec", data_nonce=77).env[DATA_NONCE_ENV] == "77"
+    # one node: fresh each time; several: every node derives the same from the job id
+    assert len({repeat_nonce(None, 1, 1) for _ in range(8)}) > 1
+    assert repeat_nonce("job7", 2, 1) == repeat_nonce("job7", 2, 1) != repeat_nonce("job7", 2, 2)
+    with pytest.raises(ValidationError, match="HARNESS_DATA_NONCE"):
+        DeviceBackend(device_type="cpu", frameworks={"torch": FrameworkDevice(device_type="cpu")},
+                      addressed_by_local_rank=False, launch_env=frozenset({DATA_NONCE_ENV}))
