@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         ExecutionEnv,
         FlopsEstimate,
         LaunchSpec,
+        MatmulRate,
         ParsedLog,
         ProcessOutcome,
     )
@@ -164,6 +165,10 @@ class HookRouter:
         if launch is None:
             raise UnavailableError(f"framework {context.framework!r} produced no launch")
         return launch
+
+    def matmul_probe(self, context: RunContext, env: ExecutionEnv) -> MatmulRate | None:
+        return self._caller("matmul_probe", {self.framework_owner(context.framework)})(
+            context=context, env=env)
 
     def framework_launch(self, context: RunContext, env: ExecutionEnv,
                          dataset: DatasetInfo) -> LaunchSpec | None:

@@ -22,8 +22,8 @@ is launched.
 Who is called. The registration hooks go to every plugin. A workflow hook goes only to the
 plugins that own what it is about, which the core learns from the registrations:
 
-- a framework's hooks (``prepare_env``, ``run``, ``parse_log``, ``unsupported_reason``)
-  only to the plugin that registered that framework;
+- a framework's hooks (``prepare_env``, ``run``, ``parse_log``, ``unsupported_reason``,
+  ``matmul_probe``) only to the plugin that registered that framework;
 - a vendor's hooks (``discover_devices``, ``vendor_case_config``, ``device_peak_flops``,
   wrappers of ``run`` and ``execute``, ``unsupported_reason``) only to the plugin that
   registered that vendor;
@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # imported for annotations only: keeps `harness --help` fast
         FlopsEstimate,
         FrameworkSpec,
         LaunchSpec,
+        MatmulRate,
         ParsedLog,
         ProcessOutcome,
         VendorSpec,
@@ -260,6 +261,31 @@ def device_peak_flops(devices: DeviceSet, precision: str) -> float | None:
             if len(names) != 1:
                 return None  # mixed devices: no single peak to divide by
             return PEAK_FLOPS.get((names.pop(), precision))
+    """
+
+
+@hookspec(firstresult=True)
+def matmul_probe(context: RunContext, env: ExecutionEnv) -> MatmulRate | None:
+    """Measure the dense matmul rate one of the run's devices achieves, or return ``None``.
+
+    Called on the plugin that registered ``context.framework``, in the environment of
+    ``prepare_env``, before a certification's runs: a short probe (a second or two of large
+    matmuls at the run's precision, on the device the vendor's backend names, through the
+    framework itself). Certification records it beside the vendor's ``device_peak_flops``
+    and fails a point whose declared peak is below what the device was measured doing (an
+    understated peak inflates MFU) or whose MFU exceeds what the probe allows. A framework
+    without a probe leaves MFU unbounded, and the certification says so.
+
+    Example::
+
+        @hookimpl
+        def matmul_probe(context, env):
+            out = subprocess.run([env.python, "-I", str(PROBE_SCRIPT), "--precision",
+                                  context.config.settings.precision],
+                                 capture_output=True, text=True, timeout=300, check=True)
+            rate = json.loads(out.stdout.splitlines()[-1])
+            return MatmulRate(flops_per_s=rate["flops_per_s"], size=rate["n"],
+                              dtype=rate["dtype"], device=rate["device"])
     """
 
 

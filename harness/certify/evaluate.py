@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from harness.certify import convergence, rules, scoring, sysinfo
+from harness.certify import convergence, probe, rules, scoring, sysinfo
 from harness.certify.checks import Check, failed, passed
 from harness.certify.record import Certification, PointRecord, PointSummary
 from harness.certify.suite import BUILTIN_DIR, REPEATS_DEVIATION, Suite, parse_suite_text, repeats_deviation
@@ -283,6 +283,8 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         statuses = [(r.status, r.failure_reason) for r in results]
         statuses += [("failed", error) for error in record.errors]
         checks.append(scoring.check_repeats(statuses, cert.repeats, suite.max_failed_repeats, label))
+        if record.probe is not None:  # certifications before the probe recorded none
+            checks.append(probe.check(record.probe, results, label))
         ok_runs = [run for run in runs if run.result is not None and run.result.status == "success"
                    and run.final is not None]
         values = [run.final for run in ok_runs]

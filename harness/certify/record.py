@@ -12,6 +12,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.certify.checks import Check
+from harness.certify.probe import PeakProbe
 from harness.certify.suite import PlannedPoint
 
 FORMAT_VERSION = 1
@@ -25,6 +26,9 @@ class PointRecord(PlannedPoint):
     run_ids: list[str] = Field(default_factory=list, description="One run per repeat, in order.")
     refused: str | None = Field(None, description="Why the point was not run (a rule it broke).")
     errors: list[str] = Field(default_factory=list, description="Repeats that could not start.")
+    probe: PeakProbe | None = Field(
+        None, description="The device's dense matmul rate measured through the point's framework "
+                          "before the runs, beside the vendor's declared peak and its source.")
 
     @classmethod
     def of(cls, point: PlannedPoint) -> PointRecord:

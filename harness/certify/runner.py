@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from harness import __version__
-from harness.certify import bundle, equivalence_check, rules, sysinfo
+from harness.certify import bundle, equivalence_check, probe, rules, sysinfo
 from harness.certify.evaluate import Evaluation, evaluate
 from harness.certify.record import Certification, PointRecord
 from harness.certify.report import write_certification_report
@@ -105,6 +105,7 @@ def run_certification(harness: Harness, request: CertifyRequest,
 
     records = [PointRecord.of(point) for point in points]
     planned = _plan_points(harness, router, request, points, records, spec, runs_dir, set_pairs)
+    _probe_peaks(harness, planned, observer)
     results: list = []
     stop = _run_interleaved(harness, planned, repeats, results, observer)
     if equivalence is not None and stop is None:
@@ -153,6 +154,21 @@ def _plan_points(harness, router, request, points, records, spec, runs_dir, set_
             continue
         planned.append(_PlannedRun(record, suite_sourced(context, point, spec.name), run_request))
     return planned
+
+
+def _probe_peaks(harness, planned: list[_PlannedRun], observer: CertifyObserver) -> None:
+    """Measure each framework's device at each precision once (``probe.measure``) and record
+    it in the points that run them."""
+    measured: dict[tuple[str, str], object] = {}
+    for item in planned:
+        key = (item.context.framework, item.context.config.settings.precision)
+        if key not in measured:
+            try:
+                measured[key] = probe.measure(harness, item.context, observer)
+            except HarnessError as exc:
+                item.record.errors.append(f"matmul probe: {exc}")
+                continue
+        item.record.probe = measured[key]
 
 
 def _run_interleaved(harness, planned: list[_PlannedRun], repeats: int, results: list,

@@ -3,7 +3,7 @@
 from harness.models.case import CaseSpec, FrameworkSpec, VendorSpec
 from harness.models.config import Precision, ResolvedConfig, RunSettings
 from harness.models.device import DeviceInfo, DeviceSet
-from harness.models.efficiency import Efficiency, FlopsEstimate
+from harness.models.efficiency import Efficiency, FlopsEstimate, MatmulRate
 from harness.models.launch import DatasetInfo, ExecutionEnv, LaunchSpec, ProcessOutcome
 from harness.models.logs import ParsedLog, StepRecord
 from harness.models.result import BenchmarkResult, LegacyIndex, StepTimeStats, Throughput
@@ -17,6 +17,7 @@ __all__ = [
     "Efficiency",
     "ExecutionEnv",
     "FlopsEstimate",
+    "MatmulRate",
     "FrameworkSpec",
     "LaunchSpec",
     "LegacyIndex",

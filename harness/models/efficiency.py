@@ -9,6 +9,17 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 
+class MatmulRate(BaseModel):
+    """The dense matmul rate one device achieved in a short probe through the framework
+    (returned by ``matmul_probe``)."""
+
+    flops_per_s: float = Field(gt=0, description="FLOP/s of the best timed window of n x n matmuls.")
+    size: int = Field(description="n, the matrices' size.")
+    dtype: str = Field(description="The framework's element type of the matrices, e.g. torch.bfloat16.")
+    device: str = Field(description="The framework's device the probe ran on, e.g. cuda:0.")
+    framework_version: str | None = None
+
+
 class FlopsEstimate(BaseModel):
     """Training FLOPs of one unit of work (a token or a sample), as a model plugin counts them."""
 

@@ -156,6 +156,14 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
                         description="current interpreter")
 
 
+@hookimpl
+def matmul_probe(context: RunContext, env: ExecutionEnv):
+    """torch matmuls on the vendor's torch device at the run's precision (shared_scripts)."""
+    from harness_cases.shared_scripts import torch_matmul_probe
+
+    return torch_matmul_probe(env.python, context.config.device, context.config.settings.precision)
+
+
 def build_argv(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo,
                flops_per_token: float) -> list[str]:
     """torchrun (even for one GPU: Megatron-core always initialises torch.distributed)."""

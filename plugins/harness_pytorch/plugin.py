@@ -116,6 +116,14 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
                       scripts=launch_scripts(TRAIN_SCRIPTS[model], SCRIPTS))
 
 
+@hookimpl
+def matmul_probe(context: RunContext, env: ExecutionEnv):
+    """torch matmuls on the vendor's torch device at the run's precision (shared_scripts)."""
+    from harness_cases.shared_scripts import torch_matmul_probe
+
+    return torch_matmul_probe(env.python, context.config.device, context.config.settings.precision)
+
+
 LOG_FORMATS = {"bert": "dllogger", "resnet50": "pytorch_dle", "mobilenet_v1": "pytorch_dle"}
 
 

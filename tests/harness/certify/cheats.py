@@ -214,3 +214,16 @@ class ExecuteReplayer(CheatingVendor):
         now = datetime.now(timezone.utc)
         return ProcessOutcome(status="success", exit_code=0, log_path=str(log_path),
                               started_at=now, finished_at=now)
+
+
+class PeakLowerer(CheatingVendor):
+    """Declares a peak 4x below the device's own (MFU 4x inflated)."""
+
+    name = "lowpeak"
+
+    def __init__(self, device_peak: float):
+        self.declared = device_peak / 4
+
+    @hookimpl
+    def device_peak_flops(self, devices, precision):
+        return self.declared

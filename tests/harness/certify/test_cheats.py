@@ -116,3 +116,35 @@ def test_an_honest_run_passes_and_its_log_replayed_is_invalid(tmp_path):
     assert f"data_nonce {honest_nonce} (expected {replay_nonce})" in check.reason()
     assert "a log of another run" in nonce_problem(replayed, replay_nonce)
     assert nonce_problem(stored, honest_nonce) is None
+
+
+# ------------------------------------------------------------------------------- FLOPs
+
+
+@pytest.mark.slow
+def test_a_peak_lowered_4x_fails_certification_naming_it(tmp_path):
+    """The honest peak is taken as what the device measurably does (the probe's rate); a
+    vendor declaring a quarter of it fails the flops check, which names its plugin."""
+    from pathlib import Path
+
+    from harness.certify.runner import CertifyRequest, run_certification
+    from harness.certify.suite import load_suite
+    from harness_cases.shared_scripts import torch_matmul_probe
+    from tests.harness.certify.cheats import PeakLowerer
+    from tests.harness.tampering_vendors import HOST_CPU
+
+    import sys
+
+    honest = torch_matmul_probe(sys.executable, HOST_CPU, "fp32").flops_per_s
+    cheat = PeakLowerer(honest)
+    harness = Harness.load(load_entrypoints=False, extra=(cheat,))
+    suite = load_suite(str(Path(__file__).resolve().parents[2] / "fixtures" / "certify" / "one_point.toml"), harness)
+    outcome = run_certification(harness, CertifyRequest(suite=suite, vendor="lowpeak", output=tmp_path,
+                                                        cache_dir=tmp_path / "cache"))
+    cert = outcome.certification
+    [flops] = [c for c in cert.checks if c.name == "flops"]
+    assert not flops.passed and not cert.passed
+    assert "device_peak_flops of" in flops.reason and "understated" in flops.reason
+    probe = cert.points[0].probe  # recorded: the measurement, the declared peak and its source
+    assert probe.declared_peak == cheat.declared and probe.rate.flops_per_s > cheat.declared
+    assert "device_peak_flops of" in probe.peak_source

@@ -1,0 +1,88 @@
+"""The check of a vendor's declared peak against what its device does.
+
+MFU divides the model FLOP/s by the vendor's ``device_peak_flops``: a vendor that declares a
+lower peak than its device has raises every MFU it reports. Before the runs, certification
+measures the device's dense matmul rate with a short probe through the framework itself
+(``matmul_probe``: a second or two of large matmuls at the run's precision, best window) and
+records it beside the declared peak and the plugin that declared it. A point fails when
+
+- the device ran matmuls faster than its declared peak allows (``probe > peak x (1 +
+  PROBE_MARGIN)``): the peak is understated, every MFU against it inflated; or
+- a run's MFU exceeds what the probe allows (``mfu > probe / peak x (1 + PROBE_MARGIN)``):
+  the model would have run faster than the device's own dense matmuls.
+
+The margin covers the probe's own noise and a run's kernels outdoing the probe's single
+matmul shape; it is no licence to tune: an honest datasheet peak lies above the probe.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, Field
+
+from harness.certify.checks import Check, failed, passed
+from harness.models import MatmulRate
+
+if TYPE_CHECKING:
+    from harness.app import Harness
+    from harness.models import BenchmarkResult
+
+#: How far a measured matmul rate may exceed the declared peak, and a run's MFU the probe's
+#: share of the peak, before the point fails (relative).
+PROBE_MARGIN = 0.25
+
+
+class PeakProbe(BaseModel):
+    """What certification measured of one framework's device at one precision, and what the
+    vendor declared for it."""
+
+    framework: str
+    precision: str
+    rate: MatmulRate | None = Field(None, description="The probe's measurement; None: the framework has no probe.")
+    declared_peak: float | None = Field(None, description="The vendor's device_peak_flops at the precision.")
+    peak_source: str | None = Field(
+        None, description="Who declared it: the vendor's plugin, its distribution and version.")
+    margin: float = PROBE_MARGIN
+
+
+def measure(harness: Harness, context, observer=None) -> PeakProbe:
+    """Probe the device of ``context``'s run (its framework, vendor and precision)."""
+    router = harness.router(context)
+    precision = context.config.settings.precision
+    if observer is not None:
+        observer.stage("probe", f"dense matmul rate, {context.framework} {precision}")
+    env = router.prepare_env(context)
+    rate = router.matmul_probe(context, env)
+    peak = router.device_peak_flops(context.devices, precision)
+    owner = router.vendor_owner(context.vendor)
+    info = harness.plugins.get(owner)
+    source = f"device_peak_flops of {owner}" + (f" ({info.distribution} {info.version})" if info else "")
+    return PeakProbe(framework=context.framework, precision=precision, rate=rate,
+                     declared_peak=peak, peak_source=source if peak is not None else None)
+
+
+def check(probe: PeakProbe, results: list[BenchmarkResult], point: str) -> Check:
+    """The ``flops`` check of one point: its declared peak and its runs' MFU against the probe."""
+    if probe.rate is None:
+        return passed("flops", f"no matmul probe for {probe.framework}: the declared peak is not "
+                               "checked and MFU not bounded", point)
+    measured = probe.rate.flops_per_s
+    what = f"dense {probe.rate.dtype} matmuls ran at {measured / 1e12:.3g} TFLOP/s on {probe.rate.device}"
+    if probe.declared_peak is None:
+        return passed("flops", f"{what}; no declared peak, so no MFU", point)
+    peak = probe.declared_peak
+    if measured > peak * (1 + probe.margin):
+        return failed("flops", f"{probe.peak_source} declares a peak of {peak / 1e12:.3g} TFLOP/s, "
+                               f"but {what} ({measured / peak:.1f}x the declared peak): the peak is "
+                               "understated and every MFU against it inflated", point)
+    allowed = measured / peak * (1 + probe.margin)
+    mfus = [r.efficiency.mfu for r in results
+            if r.status == "success" and r.efficiency and r.efficiency.mfu is not None]
+    above = [m for m in mfus if m > allowed]
+    if above:
+        return failed("flops", f"MFU {max(above):.1%} against the declared peak exceeds the "
+                               f"{allowed:.1%} the probe allows ({what}, "
+                               f"{measured / peak:.1%} of the declared peak)", point)
+    return passed("flops", f"{what}, {measured / peak:.1%} of the declared peak "
+                           f"({probe.peak_source}); MFU at most {allowed:.1%} allowed", point)
