@@ -414,10 +414,11 @@ def execute(
 ) -> ProcessOutcome | None:
     """Execute ``launch``, write its output to ``log_path`` and return the outcome.
 
-    ``observer.on_line(line)`` must receive every (scrubbed) output line: it drives the
-    live progress display and the core's step clock: after the lines have been fed,
-    ``observer.step_times`` maps each training step to the ``time.monotonic()`` at which its
-    line arrived and ``observer.measured_window(skip_steps)`` gives the ``(start, end)`` of the
+    ``observer.on_line(line, arrived)`` must receive every (scrubbed) output line, with the
+    ``time.monotonic()`` at which it was read from the pipe (``None``: now; note it as the line
+    is read, not after other work, or the witness's clock runs late): it drives the live
+    progress display and the core's step clock: after the lines have been fed,
+    ``observer.step_times`` maps each training step to the time at which its line arrived and ``observer.measured_window(skip_steps)`` gives the ``(start, end)`` of the
     measured steps in that clock (``None`` when too few steps were seen), the span over which a
     device monitor summarises utilisation (compilation and start-up left out).
 

@@ -36,6 +36,10 @@ class Witness(BaseModel):
                           "the arrival of the last warm-up step's line and the last step's line, "
                           "by the harness's clock; None with fewer than two measured steps.")
     window_s: float | None = Field(None, description="That measured window, seconds.")
+    median_step_s: float | None = Field(
+        None, description="Median time per iteration between the arrivals of consecutive step "
+                          "lines in that window (each gap over the iterations it spans), seconds; "
+                          "None with fewer than two measured steps or no window.")
 
 
 def units_per_iteration(config, unit: str) -> float:
@@ -62,12 +66,40 @@ def timed_rate(step_times: dict[int, float], skip_steps: int, units: float) -> t
     return (steps[-1] - start) * units / window, window
 
 
-def clock_disagreement(claimed: float | None, witness: Witness, unit: str) -> str | None:
-    """The reason the rate a log states is not what the harness timed, or None."""
+def median_step_gap(step_times: dict[int, float], skip_steps: int) -> float | None:
+    """The median time per iteration between consecutive step lines of the measured window
+    (``timed_rate``'s): one line that arrives late (or a few early ones in a burst) moves the
+    window's ends but not this."""
+    steps = sorted(step_times)
+    before = [s for s in steps if s <= skip_steps]
+    window = steps[steps.index(before[-1]):] if before else steps
+    gaps = sorted((step_times[b] - step_times[a]) / (b - a) for a, b in zip(window, window[1:]))
+    if not gaps:
+        return None
+    middle = len(gaps) // 2
+    return gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
+
+
+def _apart(a: float, b: float) -> bool:
+    return abs(a - b) > CLOCK_TOLERANCE * b
+
+
+def clock_disagreement(claimed: float | None, witness: Witness, unit: str,
+                       logged_step_s: float | None = None) -> str | None:
+    """The reason the rate a log states is not what the harness timed, or None.
+
+    Both of the harness's measures must contradict the log: the rate over the whole window
+    against ``claimed``, and the median arrival gap of consecutive step lines against the log's
+    median step time (``logged_step_s``), where both are known. A slowed clock in the process
+    shortens every step it logs, so both see it; a line that arrived late (or lines bunched by
+    the pipe) moves only the window's ends, so the medians still agree and the log stands."""
     timed = witness.timed_throughput
     if claimed is None or timed is None:
         return None
-    if abs(claimed - timed) <= CLOCK_TOLERANCE * timed:
+    if not _apart(claimed, timed):
+        return None
+    if (witness.median_step_s and logged_step_s
+            and not _apart(logged_step_s, witness.median_step_s)):
         return None
     return (f"log claims {claimed:,.0f} {unit}, harness timed {timed:,.0f} over the same steps "
             f"(more than {CLOCK_TOLERANCE:.0%} apart)")
@@ -86,12 +118,19 @@ def logged_rate(figures) -> float | None:
     return figures.total_work if figures.total_work is not None else figures.final
 
 
+def logged_step_time(figures) -> float | None:
+    """The log's median step time over its measured steps, seconds (None where it times none)."""
+    return figures.step_time.median if figures.step_time is not None else None
+
+
 def witness_problem(log_path: Path, reading: LogReading | None, logged: float | None,
-                    witness: Witness, unit: str, timed: bool = True) -> str | None:
+                    witness: Witness, unit: str, timed: bool = True,
+                    logged_step_s: float | None = None) -> str | None:
     """Why a repeat's log is not what the harness saw of its training process, or None: the
     log changed after it was captured, or (``timed``: the built-in frameworks' scripts, whose
     step lines are printed as each step ends) holds another number of step records or states a
-    throughput the arrival times of its step lines do not bear out."""
+    throughput (and median step time, ``logged_step_s``) the arrival times of its step lines
+    do not bear out."""
     from harness.provenance import sha256_file  # provenance imports the result models, which import this
 
     try:
@@ -104,4 +143,4 @@ def witness_problem(log_path: Path, reading: LogReading | None, logged: float | 
     if not timed:
         return None
     return (count_disagreement(reading.summary.count if reading else 0, witness)
-            or clock_disagreement(logged, witness, unit))
+            or clock_disagreement(logged, witness, unit, logged_step_s))

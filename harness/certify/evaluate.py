@@ -30,7 +30,7 @@ from harness.results_io import LEGACY_DECIMALS
 from harness.runner.pipeline import config_log_hints
 from harness.stats import mean
 from harness.readback import find_readback
-from harness.witness import logged_rate, witness_problem
+from harness.witness import logged_rate, logged_step_time, witness_problem
 from harness.models import BenchmarkResult, ResolvedConfig
 
 if TYPE_CHECKING:
@@ -113,7 +113,8 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
         problem = ("the harness's witness of the training output is missing" if witness is None
                    else witness_problem(log_path, reading, logged_rate(figures), witness,
                                    result.throughput.unit if result.throughput else "",
-                                   timed=_builtin_framework(registry, result.framework)))
+                                   timed=_builtin_framework(registry, result.framework),
+                                   logged_step_s=logged_step_time(figures)))
         if problem:
             evidence.problems.append(f"{rel}/{result.log_file}: {problem}")
         nonce = nonce_problem(log_path, result.repeats[0].data_nonce if result.repeats else None)

@@ -85,7 +85,7 @@ class ConsoleObserver(RunObserver):
             self.console.print(f"{WARMUP_PHASE}: waiting for the first of {total_steps} steps",
                                highlight=False)
 
-    def on_line(self, line: str) -> None:
+    def on_line(self, line: str, arrived: float | None = None) -> None:
         if self.show_log:
             self._bar().console.print(line.rstrip("\n"), markup=False, highlight=False)
         if self.parser is None:

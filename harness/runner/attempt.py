@@ -19,7 +19,7 @@ from harness.result_builder import log_peak_memory, log_verdict, repeat_figures
 from harness.runner.observer import RunObserver, StepClock
 from harness.runner.sealed_launch import (launch_record, read_import_records, repeat_nonce,
                                           sealed_launch, shadowed_problem, vendor_changes)
-from harness.witness import Witness, logged_rate, witness_problem
+from harness.witness import Witness, logged_rate, logged_step_time, witness_problem
 
 if TYPE_CHECKING:
     from harness.app import Harness
@@ -68,7 +68,8 @@ def _summarise_repeat(
         status, reason = "invalid", readback.reason()
     if status == "success":
         problem = witness_problem(Path(outcome.log_path), reading, logged_rate(figures), witness,
-                                  context.case.unit, timed=builtin_scripts)
+                                  context.case.unit, timed=builtin_scripts,
+                                  logged_step_s=logged_step_time(figures))
         if problem:
             status, reason = "invalid", problem
     repeat = RepeatResult(

@@ -21,8 +21,9 @@ class RunObserver:
     def start_repeat(self, context: RunContext, total_steps: int, log_format: str) -> None:
         pass
 
-    def on_line(self, line: str) -> None:
-        pass
+    def on_line(self, line: str, arrived: float | None = None) -> None:
+        """One output line; ``arrived``: the ``time.monotonic()`` at which it was read from the
+        training process's pipe (``None``: now)."""
 
     def end_repeat(self) -> None:
         pass
@@ -33,7 +34,8 @@ class StepClock(RunObserver):
 
     The core hands this to ``execute``: ``step_times`` maps a step to the ``time.monotonic()``
     at which its line was read (the log's own timestamps, where it has any, are another
-    clock), and ``measured_window`` turns them into the span of the measured steps, over which
+    clock; the reader's, where ``execute`` passes it, so a busy harness does not delay them),
+    and ``measured_window`` turns them into the span of the measured steps, over which
     a vendor's device monitor can summarise its samples (compilation and start-up then stay out).
     """
 
@@ -60,23 +62,25 @@ class StepClock(RunObserver):
         self._captured = hashlib.sha256()
         self.inner.start_repeat(context, total_steps, log_format)
 
-    def on_line(self, line: str) -> None:
+    def on_line(self, line: str, arrived: float | None = None) -> None:
         self._captured.update(line.encode("utf-8"))
         if self._parser is not None:
             record = self._parser.feed(line)
             if record is not None:
                 self.step_records += 1
-                self.step_times.setdefault(record.step, time.monotonic())
+                self.step_times.setdefault(record.step, time.monotonic() if arrived is None else arrived)
         self.inner.on_line(line)
 
     def witness(self, config, unit: str) -> Witness:
         """What this clock saw of the repeat: the captured output's sha256, the step records
         and the rate of the measured steps by their arrival times."""
-        from harness.witness import Witness, timed_rate, units_per_iteration
+        from harness.witness import Witness, median_step_gap, timed_rate, units_per_iteration
 
-        timed = timed_rate(self.step_times, config.settings.skip_steps, units_per_iteration(config, unit))
+        skip = config.settings.skip_steps
+        timed = timed_rate(self.step_times, skip, units_per_iteration(config, unit))
         return Witness(log_sha256=self._captured.hexdigest(), step_records=self.step_records,
-                       timed_throughput=timed[0] if timed else None, window_s=timed[1] if timed else None)
+                       timed_throughput=timed[0] if timed else None, window_s=timed[1] if timed else None,
+                       median_step_s=median_step_gap(self.step_times, skip) if timed else None)
 
     def end_repeat(self) -> None:
         self.inner.end_repeat()

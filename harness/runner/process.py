@@ -58,9 +58,12 @@ def execute_launch(
     base_env: dict[str, str] | None = None,
     timeout_s: float,
     hang_timeout_s: float,
-    on_line: Callable[[str], None] | None = None,
+    on_line: Callable[[str, float], None] | None = None,
 ) -> ProcessOutcome:
-    """Execute ``launch``; every line goes (scrubbed) to ``log_path`` and to ``on_line``."""
+    """Execute ``launch``; every line goes (scrubbed) to ``log_path`` and to ``on_line``, with
+    the ``time.monotonic()`` at which it was read from the pipe: the reader thread notes it, so
+    however long the loop here takes over a line (the process-tree refresh, a slow observer),
+    the arrival times stay those of the output."""
     env = dict(os.environ if base_env is None else base_env) if launch.inherit_env else {}
     env.update(launch.env)
     env.setdefault("PYTHONUNBUFFERED", "1")
@@ -93,12 +96,12 @@ def execute_launch(
                               log_path=str(log_path), started_at=started, finished_at=_now())
     tree = ProcessTree(proc.pid, children_before)
 
-    lines: queue.Queue[str | None] = queue.Queue()
+    lines: queue.Queue[tuple[float, str] | None] = queue.Queue()
 
     def reader() -> None:
         assert proc.stdout is not None
         for raw in iter(proc.stdout.readline, b""):
-            lines.put(raw.decode("utf-8", errors="replace"))
+            lines.put((time.monotonic(), raw.decode("utf-8", errors="replace")))
         lines.put(None)
 
     thread = threading.Thread(target=reader, name="harness-log-reader", daemon=True)
@@ -116,7 +119,7 @@ def execute_launch(
                     tree.refresh()  # remember workers before a launcher can orphan them
                     last_refresh = now
                 try:
-                    line = lines.get(timeout=0.25)
+                    item = lines.get(timeout=0.25)
                 except queue.Empty:
                     now = time.monotonic()
                     if now > deadline:
@@ -127,8 +130,9 @@ def execute_launch(
                         reason = f"no output for {hang_timeout_s:g} s (hang timeout)"
                         break
                     continue
-                if line is None:
+                if item is None:
                     break
+                arrived, line = item
                 last_output = time.monotonic()
                 clean = scrub_line(line)
                 tail.append(clean)
@@ -141,7 +145,7 @@ def execute_launch(
                     status, reason = "failed", log_error
                     break
                 if on_line is not None:
-                    on_line(clean)
+                    on_line(clean, arrived)
                 if time.monotonic() > deadline:
                     status, reason = "timeout", f"exceeded the overall timeout of {timeout_s:g} s"
                     break
@@ -160,11 +164,11 @@ def execute_launch(
                 # Drain lines that arrived after the loop ended so nothing is lost.
                 while True:
                     try:
-                        line = lines.get_nowait()
+                        item = lines.get_nowait()
                     except queue.Empty:
                         break
-                    if line is not None:
-                        clean = scrub_line(line)
+                    if item is not None:
+                        clean = scrub_line(item[1])
                         tail.append(clean)
                         if log_error is None:
                             _write_quietly(log, clean)

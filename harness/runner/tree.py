@@ -54,27 +54,37 @@ class ProcessTree:
         return {p.pid for p in psutil.Process().children()}
 
     def refresh(self) -> None:
-        """Remember the descendants alive now (the leader's, and orphans re-parented to us)."""
-        roots: list[psutil.Process] = []
-        try:
-            roots.append(psutil.Process(self.leader_pid))
-        except psutil.NoSuchProcess:
-            pass
-        try:
-            roots += [p for p in psutil.Process().children()
-                      if p.pid not in self._foreign and p.pid != self.leader_pid]
-        except psutil.NoSuchProcess:
-            pass
-        roots += list(self._known.values())
-        for root in roots:
+        """Remember the descendants alive now (the leader's, and orphans re-parented to us).
+
+        One pass over the process table per call: ``psutil.Process.children(recursive=True)``
+        scans the whole table each time, and a launch with a compiler's worker pools has a
+        hundred processes or more, which made a refresh take seconds."""
+        parents: dict[int, list[int]] = {}
+        for proc in psutil.process_iter():
             try:
-                found = [root, *root.children(recursive=True)]
-            except (psutil.NoSuchProcess, psutil.ZombieProcess):
-                found = [root]
-            for proc in found:
-                key = _key(proc)
-                if key is not None:
-                    self._known.setdefault(key, proc)
+                parents.setdefault(proc.ppid(), []).append(proc.pid)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+        me = os.getpid()
+        roots = [self.leader_pid, *(pid for pid in parents.get(me, ())
+                                    if pid not in self._foreign and pid != self.leader_pid)]
+        # Known processes only while they run: a pid reused since is another process.
+        roots += [proc.pid for proc in self._known.values() if proc.is_running()]
+        seen: set[int] = set()
+        while roots:
+            pid = roots.pop()
+            if pid in seen:
+                continue
+            seen.add(pid)
+            roots += parents.get(pid, ())
+        for pid in seen:
+            try:
+                proc = psutil.Process(pid)
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            key = _key(proc)
+            if key is not None:
+                self._known.setdefault(key, proc)
 
     def alive(self) -> list[psutil.Process]:
         """Known processes that still run (zombies count as gone; they are reaped below)."""

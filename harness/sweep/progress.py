@@ -78,7 +78,7 @@ class SweepObserver(RunObserver):
             self.emit(self.progress.headline(f"{self.description}, repeat {context.repeat_index}"))
         self.inner.start_repeat(context, total_steps, log_format)
 
-    def on_line(self, line: str) -> None:
+    def on_line(self, line: str, arrived: float | None = None) -> None:
         self.inner.on_line(line)
 
     def end_repeat(self) -> None:

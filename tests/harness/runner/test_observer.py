@@ -97,3 +97,13 @@ def test_execute_wrappers_get_the_step_clock(tmp_path):
     (steps, window), = plugin.seen
     assert steps == [1, 2, 3, 4]
     assert window is not None and window[0] <= window[1]
+
+
+def test_the_arrival_time_execute_passes_is_the_steps_time_not_when_the_line_was_handled(monkeypatch):
+    monkeypatch.setattr(observer_module.time, "monotonic", lambda: 500.0)  # the harness ran late
+    clock = StepClock(Recording(), {"megatron": MegatronFormat()})
+    clock.start_repeat(_Context(), 4, "megatron")
+    for step, arrived in [(1, 10.0), (2, 10.1), (3, 10.2)]:
+        clock.on_line(_line(step), arrived)
+    clock.on_line(_line(4))  # no arrival time given: the clock's own, now
+    assert clock.step_times == {1: 10.0, 2: 10.1, 3: 10.2, 4: 500.0}

@@ -22,11 +22,15 @@ def test_success_tees_every_line_and_scrubs(tmp_path):
     lines = []
     outcome = execute_launch(
         launch("print('hello'); print('master at 192.168.1.20:29500')"),
-        tmp_path / "log", timeout_s=30, hang_timeout_s=30, on_line=lines.append,
+        tmp_path / "log", timeout_s=30, hang_timeout_s=30,
+        on_line=lambda line, arrived: lines.append((line, arrived, time.monotonic())),
     )
     assert outcome.status == "success" and outcome.exit_code == 0
     assert (tmp_path / "log").read_text() == "hello\nmaster at <ip>:29500\n"
-    assert lines == ["hello\n", "master at <ip>:29500\n"]
+    assert [line for line, _, _ in lines] == ["hello\n", "master at <ip>:29500\n"]
+    # each line comes with the time it was read from the pipe, noted before it was handed on
+    (_, first, handed_first), (_, second, handed_second) = lines
+    assert first <= second and first <= handed_first and second <= handed_second
 
 
 def test_nonzero_exit_is_a_failure_with_the_last_error_lines(tmp_path):
