@@ -51,15 +51,22 @@ def units_per_iteration(config, unit: str) -> float:
     return float(batch)
 
 
+def _window_steps(step_times: dict[int, float], skip_steps: int) -> list[int]:
+    """The steps whose lines bound and fill the measured window, in order: from the last
+    warm-up step (the first step, when none is skipped) to the last step."""
+    steps = sorted(step_times)
+    before = [s for s in steps if s <= skip_steps]
+    return steps[steps.index(before[-1]):] if before else steps
+
+
 def timed_rate(step_times: dict[int, float], skip_steps: int, units: float) -> tuple[float, float] | None:
     """(units per second, window seconds) over the measured steps, from the arrival time of each
     step's line: the window runs from the last warm-up step's line (the first step's, when none
     is skipped) to the last step's line, and covers the iterations between their step numbers."""
-    steps = sorted(step_times)
-    before = [s for s in steps if s <= skip_steps]
-    start = before[-1] if before else (steps[0] if steps else None)
-    if start is None or steps[-1] <= start:
+    steps = _window_steps(step_times, skip_steps)
+    if len(steps) < 2:
         return None
+    start = steps[0]
     window = step_times[steps[-1]] - step_times[start]
     if window <= 0:
         return None
@@ -70,9 +77,7 @@ def median_step_gap(step_times: dict[int, float], skip_steps: int) -> float | No
     """The median time per iteration between consecutive step lines of the measured window
     (``timed_rate``'s): one line that arrives late (or a few early ones in a burst) moves the
     window's ends but not this."""
-    steps = sorted(step_times)
-    before = [s for s in steps if s <= skip_steps]
-    window = steps[steps.index(before[-1]):] if before else steps
+    window = _window_steps(step_times, skip_steps)
     gaps = sorted((step_times[b] - step_times[a]) / (b - a) for a, b in zip(window, window[1:]))
     if not gaps:
         return None
