@@ -24,6 +24,7 @@ from harness.logparse.methods import (
 from harness.logparse.summary import StreamedLog, stream_log
 from harness.models import BenchmarkResult, CaseSpec, LegacyIndex, ResolvedConfig, RunSettings
 from harness.models.result import BATCH_NOT_IN_LOG, EnvironmentFingerprint, OtherFigure
+from harness.names import check_path_name, path_name_from
 from harness.registry import Registry
 from harness.result_builder import FinalResult, build_result, log_peak_memory, log_verdict
 from harness.results_io import atomic_write_text, legacy_file_name, legacy_index
@@ -51,6 +52,12 @@ class ParseRequest:
     framework: str | None = None
     vendor: str | None = None
     format_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # the case, framework and vendor name the run id, hence the run folder and index files
+        for option in ("case", "framework", "vendor"):
+            if (value := getattr(self, option)) is not None:
+                check_path_name(value, f"--{option}")
 
 
 @dataclass
@@ -111,8 +118,7 @@ def _resolve_facts(request: ParseRequest, path: Path, parsed, streamed: Streamed
 
 
 def _default_case(path: Path) -> str:
-    stem = re.sub(r"\.(log|txt|out)$", "", path.name)
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", stem) or "ingested"
+    return path_name_from(re.sub(r"\.(log|txt|out)$", "", path.name), "ingested")
 
 
 def _case_spec(registry: Registry, name: str, unit: str) -> CaseSpec:

@@ -12,6 +12,7 @@ import subprocess
 from dataclasses import dataclass
 
 from harness.errors import UserInputError
+from harness.names import check_path_name
 
 # A job's ports, when MASTER_PORT is not given, are derived from its id: two jobs on one host
 # (or one node in two jobs) then meet at different ports. The range is below Linux's
@@ -108,8 +109,7 @@ def job_identity(job_id: str | None, node_rank: int | None, nnodes: int) -> JobI
 
 
 def check_job_id(job_id: str) -> None:
-    if not job_id or not all(c.isalnum() or c in "-_." for c in job_id):
-        raise UserInputError(f"--job-id {job_id!r}: use letters, digits, '-', '_' and '.' only")
+    check_path_name(job_id, "--job-id")  # the job id names the job's run folders
 
 
 def slurm_identity(job_id: str | None, node_rank: int | None) -> JobIdentity:

@@ -133,3 +133,26 @@ def test_several_logs_and_list_formats(tmp_path, capsys):
     assert main(["parse", "--list-formats"]) == 0
     listed = capsys.readouterr().out
     assert all(name in listed for name in ("megatron", "flagperf", "mllog", "gluoncv", "keyword"))
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--case", "/../../../x"), ("--case", ".."), ("--vendor", "../v"), ("--framework", "a/b"),
+    ("--case", ".hidden"), ("--case", "x" * 129),
+])
+def test_a_name_that_would_leave_the_results_folder_is_refused(tmp_path, capsys, option, value):
+    outside = tmp_path / "x"
+    results = tmp_path / "a" / "b" / "c" / "results"
+    assert main(["parse", good_log(tmp_path), "--ingest", "--output", str(results), option, value]) == 2
+    _one_error_line(capsys, f"{option} {value!r} cannot be part of a file name")
+    assert not results.exists() and not outside.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpt_log"]
+
+
+def test_a_case_taken_from_an_odd_file_name_stays_in_the_results_folder(tmp_path, capsys):
+    log = write(tmp_path, "".join(STEP.format(step=i, loss=10.0, ips=1000) for i in range(1, 21)),
+                name="..%2f..%2fevil .log")
+    results = tmp_path / "results"
+    assert main(["parse", log, "--ingest", "--output", str(results)]) == 0
+    run_dirs = [p for p in results.iterdir() if p.is_dir()]
+    assert len(run_dirs) == 1 and run_dirs[0].name.startswith("ingested-2f.._2fevil_-")
+    assert all(results in p.resolve().parents for p in results.rglob("*"))
