@@ -3,6 +3,7 @@ self-contained HTML file (inline CSS, inline SVG, no scripts, nothing fetched)."
 
 from __future__ import annotations
 
+import re
 from html import escape
 from pathlib import Path
 
@@ -117,8 +118,15 @@ def render_html(doc: Document) -> str:
 
 # ---------------------------------------------------------------------------- Markdown
 
+# Names, labels and failure reasons come from results and sweep files: in report.md they are
+# text, as in report.html. HTML is escaped the way render_html escapes it (a Markdown viewer
+# renders raw HTML), and the characters that would make Markdown of them (links, images,
+# code, emphasis, table cells) are backslash-escaped.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]|])")
+
+
 def _md_text(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _MD_SPECIAL.sub(r"\\\1", escape(text, quote=False)).replace("\r", " ").replace("\n", " ")
 
 
 def _md_cell(cell: Cell) -> str:
@@ -139,9 +147,9 @@ def _md_table(table: Table) -> str:
 
 
 def render_markdown(doc: Document, chart_dir: str = "charts") -> str:
-    out = [f"# {doc.title}", "", doc.subtitle, ""]
+    out = [f"# {_md_text(doc.title)}", "", _md_text(doc.subtitle), ""]
     for section in doc.sections:
-        out += [f"{'#' * section.level} {section.title}", ""]
+        out += [f"{'#' * section.level} {_md_text(section.title)}", ""]
         for block in section.blocks:
             if isinstance(block, Table):
                 out += [_md_table(block), ""]
@@ -150,7 +158,7 @@ def render_markdown(doc: Document, chart_dir: str = "charts") -> str:
                 if block.caption:
                     out += [f"*{_md_text(block.caption)}*", ""]
             elif isinstance(block, Paragraph):
-                out += [block.text, ""]
+                out += [_md_text(block.text), ""]
     return "\n".join(out).rstrip() + "\n"
 
 

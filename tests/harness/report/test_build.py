@@ -9,7 +9,7 @@ import pytest
 from harness.cli.main import main
 from harness.app import Harness
 from harness.report import generate_report
-from harness.report.build import ReportBuilder, column_label, scaling_efficiency
+from harness.report.build import ReportBuilder, ReportOptions, column_label, scaling_efficiency
 from harness.report.data import ReportFilter, load_runs
 from harness.report.document import Chart, Table
 from harness.report.svg import Series, Shade, format_number, line_chart, nice_step
@@ -156,3 +156,28 @@ def test_memory_prefers_the_device_monitor():
     [memory] = _tables(ReportBuilder([run]).build(), "memory")
     assert memory.rows[0][1].text == "2,048" and memory.rows[0][1].title == "source: device monitor"
     assert ReportRun(make_result("cpu"), None).peak_memory == (512 * 1024 * 1024, "framework")
+
+
+HOSTILE = ['<script>alert(1)</script>', '<img src=x onerror=alert(2)>', '[click](javascript:alert(3))',
+           '![x](http://evil.example/x.png)', '`code`|cell']
+
+
+def test_markdown_keeps_no_raw_html_or_markdown_from_names_labels_and_reasons(tmp_path):
+    from tests.harness.report.factory import make_result, record
+
+    root = tmp_path / "results"
+    ok = make_result("ok-1", case=HOSTILE[0], vendor=HOSTILE[1], framework=HOSTILE[2])
+    failed = make_result("failed-1", status="failed", value=None, case=HOSTILE[0])
+    failed = failed.model_copy(update={"failure_reason": " ".join(HOSTILE)})
+    record(root, ok, sweep={"sweep": HOSTILE[3], "group": HOSTILE[2], "label": HOSTILE[4], "point": 1,
+                             "points": 2})
+    record(root, failed, sweep={"sweep": HOSTILE[3], "group": None, "label": HOSTILE[1], "point": 2,
+                                 "points": 2})
+    out = generate_report(root, tmp_path / "report", options=ReportOptions(title=HOSTILE[0]))
+    md = out.markdown.read_text()
+    assert "<script" not in md and "<img" not in md
+    assert not re.search(r"(?<!\\)\]\(", md.replace("](charts/", "")), "a link or image"
+    assert not re.search(r"(?<!\\)`", md.replace("`harness run`", "")), "a code span"
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "\\[click\\]" in md
+    html = out.html.read_text()
+    assert "<script" not in html and "<img" not in html
