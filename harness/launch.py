@@ -8,6 +8,7 @@ import hashlib
 import os
 import re
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 
@@ -162,24 +163,38 @@ def first_slurm_host(nodelist: str) -> str:
     return hosts[0]
 
 
-# torchrun's failure summary: "rank : 1 (local_rank: 0)", "exitcode : -9 (pid: 123)",
-# "traceback : Signal 9 (SIGKILL) received by PID 123".
+# torchrun's failure summary: "rank : 1 (local_rank: 0)", "exitcode : -9 (pid: 123)".
 _TORCHRUN_RANK = re.compile(r"^\s*rank\s*:\s*(\d+) \(local_rank: (\d+)\)")
 _TORCHRUN_EXIT = re.compile(r"^\s*exitcode\s*:\s*(-?\d+)")
-_TORCHRUN_SIGNAL = re.compile(r"^\s*traceback\s*:\s*(Signal \d+ \(\w+\))")
+
+
+def exit_description(code: int) -> str:
+    """How a process ended, from its exit code (negative: the signal that killed it). The
+    kernel's OOM killer sends SIGKILL, and so does little else unasked, hence the guess."""
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        name = signal.Signals(-code).name
+    except ValueError:
+        return f"killed by signal {-code}"
+    return f"killed by {name}" + (" (out of memory?)" if code == -signal.SIGKILL else "")
 
 
 def torchrun_failed_ranks(lines: list[str]) -> list[str]:
-    """The ranks torchrun's failure summary names in a log: ``rank 1 (local rank 0): exit code
-    -9, Signal 9 (SIGKILL)``. Empty when the log has no such summary."""
+    """The ranks torchrun's failure summary names in a log, the root cause first: ``rank 1
+    (local rank 0): killed by SIGKILL (out of memory?)``, ``rank 0 (local rank 0): killed by
+    SIGTERM`` (torchrun stopping the others). Empty when the log has no such summary."""
     failed: list[str] = []
-    current: str | None = None
+    root_cause: list[str] = []
+    in_root_cause = False
     for line in lines:
-        if match := _TORCHRUN_RANK.match(line):
-            current = f"rank {match.group(1)} (local rank {match.group(2)})"
-            failed.append(current)
-        elif current and (match := _TORCHRUN_EXIT.match(line)):
-            failed[-1] += f": exit code {match.group(1)}"
-        elif current and (match := _TORCHRUN_SIGNAL.match(line)):
-            failed[-1] += f", {match.group(1)}"
+        if "Root Cause" in line:
+            in_root_cause = True
+        elif match := _TORCHRUN_RANK.match(line):
+            (root_cause if in_root_cause else failed).append(
+                f"rank {match.group(1)} (local rank {match.group(2)})")
+        elif (match := _TORCHRUN_EXIT.match(line)) and (root_cause or failed):
+            current = root_cause if in_root_cause else failed
+            current[-1] += f": {exit_description(int(match.group(1)))}"
+    failed = root_cause + failed
     return list(dict.fromkeys(failed))

@@ -23,6 +23,11 @@ def _load(path: Path) -> VendorCaseConfig:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise HarnessError(f"vendor config {path} is not valid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise HarnessError(f"vendor config {path} is not UTF-8 text (byte {exc.start}); expected "
+                           f"TOML with {EXPECTED_FORMAT}") from None
+    except OSError as exc:
+        raise HarnessError(f"cannot read vendor config {path}: {exc.strerror or exc}") from None
     # Anything outside [values] would be ignored without a word; refuse it instead.
     stray = sorted(set(data) - {"values"})
     if stray:

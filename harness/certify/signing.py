@@ -19,17 +19,26 @@ def generate_keypair(private_path: Path, public_path: Path) -> str:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     for path in (private_path, public_path):
-        if path.exists():
+        if path.exists() or path.is_symlink():  # a dangling link too: it would be written through
             raise UserInputError(f"{path} exists; remove it or choose another name")
     key = Ed25519PrivateKey.generate()
     private_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                     serialization.NoEncryption())
     public_pem = public_pem_of(key)
-    private_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(private_pem)
-    public_path.write_bytes(public_pem)
+    written: list[Path] = []
+    try:
+        private_path.parent.mkdir(parents=True, exist_ok=True)
+        for path, data, mode in ((private_path, private_pem, 0o600), (public_path, public_pem, 0o644)):
+            # O_EXCL | O_NOFOLLOW: never through a link or over a file that appeared meanwhile
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, mode)
+            written.append(path)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+    except OSError as exc:
+        for path in written:  # no half key pair
+            path.unlink(missing_ok=True)
+        where = exc.filename or private_path
+        raise UserInputError(f"could not write the key {where}: {exc.strerror or exc}") from None
     return fingerprint(public_pem)
 
 

@@ -136,7 +136,7 @@ class NodeRecord(BaseModel):
                                                  "launcher's log says which.")
     failed_ranks: list[str] = Field(default_factory=list, description=(
         "Processes that failed on this node, as the launcher reported them, e.g. "
-        "'rank 1 (local rank 0): exit code -9, Signal 9 (SIGKILL)'."))
+        "'rank 1 (local rank 0): killed by SIGKILL (out of memory?)'."))
     log_file: str | None = None
     log_sha256: str | None = None
 

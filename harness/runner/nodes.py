@@ -42,8 +42,7 @@ def node_record(context: RunContext, attempt: Attempt) -> NodeRecord:
     if status != "success":
         reason = outcome.reason if outcome and outcome.reason else attempt.reason
         if failed_ranks:  # the launcher named the ranks: they say more than its traceback
-            headline = (reason or "").split(": ", 1)[0]
-            reason = "; ".join(failed_ranks) + (f" ({headline})" if headline else "")
+            reason = "; ".join(failed_ranks)
     return NodeRecord(
         job_id=context.job_id or "", job_run_id=context.run_id.rsplit(".node", 1)[0],
         node_rank=context.node_rank, nnodes=context.config.settings.nnodes,

@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from harness.launch import torchrun_failed_ranks
+from harness.launch import exit_description, torchrun_failed_ranks
 from harness.models import LaunchSpec, ProcessOutcome
 from harness.runner.scrub import scrub_line
 from harness.runner.signals import Terminated, deferred_signals
@@ -49,6 +49,15 @@ def failure_reason(tail: list[str], headline: str) -> str:
     picked = error_lines[-REASON_LINES:] if error_lines else lines[-1:]
     detail = " | ".join(_short(line) for line in picked)
     return f"{headline}: {detail}" if detail else headline
+
+
+def launch_failure_headline(exit_code: int, tail: list[str]) -> str:
+    """What ended a failed launch: the ranks a launcher's summary names (``rank 1 (local rank
+    0): killed by SIGKILL (out of memory?)``), else how the training process itself ended."""
+    ranks = torchrun_failed_ranks(tail)
+    if ranks:
+        return "; ".join(ranks)
+    return f"training process {exit_description(exit_code)}"
 
 
 def execute_launch(
@@ -175,7 +184,7 @@ def execute_launch(
     if status == "success" and exit_code != 0:
         killed = killed_from_outside(exit_code, list(tail))
         status = "terminated" if killed else "failed"
-        reason = failure_reason(list(tail), killed or f"training process exited with code {exit_code}")
+        reason = failure_reason(list(tail), killed or launch_failure_headline(exit_code, list(tail)))
     elif status != "success" and log_error is None:
         reason = failure_reason(list(tail), reason or status)
     if survivors:
@@ -194,16 +203,13 @@ def execute_launch(
 def killed_from_outside(exit_code: int, tail: list[str]) -> str | None:
     """Why a launch that the harness did not stop ended by a signal, or None: the process
     itself (a negative exit code) or a rank torchrun reports killed by one (its failure
-    summary's ``Signal 9 (SIGKILL)``). Such a repeat was terminated, not a failed training."""
+    summary's exit code). Such a repeat was terminated, not a failed training; SIGKILL is
+    also what the kernel's OOM killer sends, and the reason says so."""
     if exit_code < 0:
-        try:
-            name = signal.Signals(-exit_code).name
-        except ValueError:
-            name = f"signal {-exit_code}"
-        return f"training process killed by {name} from outside the harness"
-    killed = [rank for rank in torchrun_failed_ranks(tail) if "Signal" in rank]
+        return f"training process {exit_description(exit_code)}, from outside the harness"
+    killed = [rank for rank in torchrun_failed_ranks(tail) if ": killed by " in rank]
     if killed:
-        return f"training {killed[0]} killed from outside the harness"
+        return f"training {killed[0]}, from outside the harness"
     return None
 
 

@@ -72,8 +72,8 @@ Root Cause (first observed failure):
 
 def test_torchrun_failed_ranks_are_read_from_its_summary():
     assert torchrun_failed_ranks(TORCHRUN_SUMMARY.splitlines()) == [
-        "rank 3 (local rank 1): exit code 1",
-        "rank 2 (local rank 0): exit code -9, Signal 9 (SIGKILL)",
+        "rank 2 (local rank 0): killed by SIGKILL (out of memory?)",  # the root cause first
+        "rank 3 (local rank 1): exited with code 1",
     ]
     assert torchrun_failed_ranks(["iteration 1/ 6 | loss 7.1", "rank: nothing"]) == []
 

@@ -41,3 +41,11 @@ def test_a_file_without_a_values_table_is_an_error_naming_the_file_and_format(tm
         find_vendor_config(tmp_path, "gpt3_125M", "pytorch", 1, 1)
     text = str(info.value)
     assert str(path) in text and "expected a [values] table" in text and "\n" not in text
+
+
+def test_a_binary_config_is_one_line_naming_the_file(tmp_path):
+    path = write(tmp_path, "default", "")
+    path.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe[values]\n")
+    with pytest.raises(HarnessError, match="is not UTF-8 text") as info:
+        find_vendor_config(tmp_path, "gpt3_125M", "pytorch", 1, 1)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)

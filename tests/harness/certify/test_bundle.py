@@ -150,3 +150,18 @@ def test_key_errors_are_one_line(tmp_path):
     with pytest.raises(UserInputError, match="exists"):
         signing.generate_keypair(tmp_path / "k.key", tmp_path / "k2.pub")
     assert (tmp_path / "k.key").stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize("target", ["absent", "file"])
+def test_keygen_onto_an_existing_symlink_is_refused_and_writes_nothing(tmp_path, capsys, target):
+    from harness.cli.main import main
+
+    elsewhere = tmp_path / "elsewhere.pem"
+    if target == "file":
+        elsewhere.write_text("keep me")
+    (tmp_path / "k.pub").symlink_to(elsewhere)
+    assert main(["certify", "keygen", "--out", str(tmp_path / "k")]) == 2
+    err = capsys.readouterr().err
+    assert "k.pub exists; remove it or choose another name" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "k.key").exists()
+    assert (elsewhere.read_text() == "keep me") if target == "file" else not elsewhere.exists()

@@ -50,7 +50,9 @@ def test_a_process_killed_from_outside_is_terminated_not_failed(tmp_path):
         os.kill(os.getpid(), signal.SIGKILL)
     """), tmp_path / "log", timeout_s=30, hang_timeout_s=30)
     assert outcome.status == "terminated" and outcome.exit_code == -signal.SIGKILL
-    assert outcome.reason.startswith("training process killed by SIGKILL from outside the harness")
+    # SIGKILL is what the kernel's OOM killer sends: the reason says so
+    assert outcome.reason.startswith(
+        "training process killed by SIGKILL (out of memory?), from outside the harness")
 
 
 def test_a_rank_torchrun_reports_killed_is_terminated():
@@ -59,7 +61,7 @@ def test_a_rank_torchrun_reports_killed_is_terminated():
     summary = ["  rank      : 1 (local_rank: 1)", "  exitcode  : -9 (pid: 4242)",
                "  traceback : Signal 9 (SIGKILL) received by PID 4242"]
     assert killed_from_outside(1, summary) == (
-        "training rank 1 (local rank 1): exit code -9, Signal 9 (SIGKILL) killed from outside the harness")
+        "training rank 1 (local rank 1): killed by SIGKILL (out of memory?), from outside the harness")
     assert killed_from_outside(1, ["Traceback", "RuntimeError: boom"]) is None
 
 
@@ -139,3 +141,23 @@ def test_missing_executable_is_a_failure_not_a_crash(tmp_path):
     spec = LaunchSpec(argv=["/nonexistent/python"], log_format="megatron")
     outcome = execute_launch(spec, tmp_path / "log", timeout_s=5, hang_timeout_s=5)
     assert outcome.status == "failed" and "could not start" in outcome.reason
+
+
+@pytest.mark.slow
+def test_a_rank_killed_by_sigkill_under_torchrun_is_named_with_the_signal(tmp_path):
+    pytest.importorskip("torch")
+    script = tmp_path / "worker.py"
+    script.write_text(textwrap.dedent("""
+        import os, signal, time
+        print('rank', os.environ['RANK'], 'started', flush=True)
+        if os.environ['RANK'] == '1':
+            os.kill(os.getpid(), signal.SIGKILL)
+        time.sleep(60)
+    """))
+    spec = LaunchSpec(argv=[sys.executable, "-m", "torch.distributed.run", "--standalone",
+                            "--nproc-per-node=2", str(script)], log_format="megatron")
+    outcome = execute_launch(spec, tmp_path / "log", timeout_s=120, hang_timeout_s=120)
+    assert outcome.status == "terminated" and outcome.exit_code == 1
+    assert outcome.reason.startswith(
+        "training rank 1 (local rank 1): killed by SIGKILL (out of memory?), from outside the harness"), \
+        outcome.reason
