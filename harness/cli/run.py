@@ -28,8 +28,9 @@ def run_command(
         help="sp: one process; mp: all devices (2 processes on cpu).")] = None,
     nproc: Annotated[Optional[int], typer.Option(min=1, help="Processes (devices) per node.")] = None,
     nnodes: Annotated[Optional[int], typer.Option(min=1, help=(
-        "Nodes. Run the same command on every node with MASTER_ADDR/MASTER_PORT exported, "
-        "--job-id and --node-rank; node 0 records the job's result."))] = None,
+        "Nodes. Run the same command on every node with MASTER_ADDR/MASTER_PORT and the "
+        "job's secret HARNESS_JOB_SECRET exported, --job-id and --node-rank; node 0 records "
+        "the job's result."))] = None,
     job_id: Annotated[Optional[str], typer.Option(
         help="Multi-node: the job's id, the same on every node (default: HARNESS_JOB_ID, "
              "then SLURM_JOB_ID). Names the result and the rendezvous.")] = None,

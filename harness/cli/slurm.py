@@ -18,6 +18,7 @@ from typing import Annotated, Optional
 import typer
 
 from harness.errors import UserInputError
+from harness.runner.job_link import JOB_SECRET_ENV
 
 # Options of `harness run` that the script decides itself (from Slurm's variables).
 _SLURM_OWNED = {"--launcher": "the script runs --launcher slurm",
@@ -132,5 +133,10 @@ def sbatch_script(run_args: list[str], *, nodes: int, cpus_per_task: int | None,
     path = os.environ.get("PYTHONPATH")
     if path:  # the harness (and plugins) this script was written with
         lines.append(f"export PYTHONPATH={shlex.quote(path)}")
-    lines.append(shlex.join(srun + harness))
+    # The job's secret, made when the job starts (never written into this file); srun hands
+    # the environment to every node's task.
+    lines += ["# The nodes authenticate what they tell each other with a secret of this job.",
+              f"export {JOB_SECRET_ENV}=\"${{{JOB_SECRET_ENV}:-$(od -An -N32 -tx1 /dev/urandom "
+              "| tr -d ' \\n')}\"",
+              shlex.join(srun + harness)]
     return "\n".join(lines) + "\n"

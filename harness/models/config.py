@@ -49,8 +49,9 @@ class RunSettings(BaseModel):
         900.0, gt=0, description="Limit on time without any output before the run counts as hung."
     )
     rendezvous_timeout_s: float = Field(
-        300.0, gt=0, description="Multi-node runs: how long a node waits for the others to join "
-                                 "(and to notice one that is gone) before the job fails.",
+        300.0, gt=0, description="How long a node waits for the others to join before a "
+                                 "multi-node job fails, and how long a rank waits in one "
+                                 "collective (the PyTorch and Megatron process groups' timeout).",
     )
 
     @computed_field  # type: ignore[prop-decorator]

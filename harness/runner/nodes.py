@@ -52,49 +52,54 @@ def node_record(context: RunContext, attempt: Attempt) -> NodeRecord:
     )
 
 
-def start_collector(context: RunContext):
-    """Node 0 of a multi-node job listens for the other nodes' records (one port above the
-    rendezvous port) while the job runs."""
-    if context.node_rank or not context.rendezvous_endpoint or not context.job_id:
+def open_job_link(context: RunContext):
+    """Every node of a multi-node job joins the job's store (node 0 hosts it, one port above
+    the rendezvous port) while the job runs: see :mod:`harness.runner.job_link`."""
+    if context.config.settings.nnodes == 1 or not context.rendezvous_endpoint or not context.job_id:
         return None
-    from harness.runner.node_exchange import NodeRecordCollector
+    from harness.runner.job_link import JobLink, job_secret
 
-    _, port = split_endpoint(context.rendezvous_endpoint)
-    collector = NodeRecordCollector(context.job_id, context.config.settings.nnodes, port + 1)
-    collector.start()
-    return collector
+    host, port = split_endpoint(context.rendezvous_endpoint)
+    link = JobLink(context.job_id, context.config.settings.nnodes, context.node_rank, host,
+                   port + 1, job_secret())
+    link.start()
+    return link
 
 
-def gather_nodes(context: RunContext, attempt: Attempt, collector) -> list[NodeRecord]:
+def gather_nodes(context: RunContext, attempt: Attempt, link) -> list[NodeRecord]:
     """Node 0's record and the other nodes' (waiting a bounded grace for the missing ones; not
     at all when the user stopped the run); a node that sent none is listed as missing."""
-    from harness.runner.node_exchange import RECORD_GRACE_S
+    from harness.runner.job_link import RECORD_GRACE_S
 
     grace = 0.0 if attempt.status in ("interrupted", "terminated") else RECORD_GRACE_S
     try:
-        received = collector.wait(grace)
+        received = link.wait_records(grace)
     except KeyboardInterrupt:
         attempt.fail("interrupted", "interrupted by the user (SIGINT) while gathering node records")
-        received = dict(collector.records)
+        received = dict(link.records)
     except Terminated as exc:
         attempt.fail("terminated", f"{exc} while gathering node records")
-        received = dict(collector.records)
+        received = dict(link.records)
     nodes = [node_record(context, attempt)]
     for rank in range(1, context.config.settings.nnodes):
-        nodes.append(received.get(rank) or NodeRecord(
+        if rank in received:
+            nodes.append(received[rank])
+            continue
+        # a node that failed before it had anything to record still said why
+        failure = link.failures.get(rank)
+        nodes.append(NodeRecord(
             job_id=context.job_id or "", job_run_id=context.run_id, node_rank=rank,
-            nnodes=context.config.settings.nnodes, host="<unknown>", status="missing",
-            reason=collector.problem or f"no node record reached node 0 within {grace:g} s "
-                                        "after its launch ended"))
+            nnodes=context.config.settings.nnodes, host="<unknown>",
+            status="failed" if failure else "missing",
+            reason=failure or link.problem or f"no node record reached node 0 within {grace:g} s "
+                                              "after its launch ended"))
     return nodes
 
 
-def send_record(context: RunContext, report: RunReport) -> str | None:
-    from harness.runner.node_exchange import send_node_record
-
-    host, port = split_endpoint(context.rendezvous_endpoint or "")
+def send_record(context: RunContext, report: RunReport, link) -> str | None:
+    """Another node hands node 0 its record through the job's store."""
     record = NodeRecord.model_validate_json((report.run_dir / NODE_RECORD).read_text())
-    problem = send_node_record(record, host, port + 1)
+    problem = link.deliver(record)
     return f"node record not delivered to node 0: {problem}" if problem else None
 
 

@@ -8,13 +8,14 @@ repeats, each launched and its log read), record (the result built and written) 
 from __future__ import annotations
 
 import shutil
+from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
 from harness.errors import HarnessError, StorageError, UnavailableError, UserInputError
 from harness.models.context import RunContext
 from harness.results_io import atomic_write_text
 from harness.runner.attempt import Attempt, config_log_hints, log_hints, read_log, run_repeats
-from harness.runner.nodes import gather_nodes, record_node, send_record, start_collector
+from harness.runner.nodes import gather_nodes, open_job_link, record_node, send_record
 from harness.runner.observer import RunObserver
 from harness.runner.planning import check_paths, plan, replanned
 from harness.runner.record import record_result
@@ -61,39 +62,59 @@ def execute(
         except OSError as exc:
             raise StorageError(f"could not create the run folder {run_dir}: {exc.strerror or exc}") from None
         attempt = Attempt(started=utcnow())
-        collector = start_collector(context)
+        link = open_job_link(context)
         try:
-            try:
-                atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
-                run_repeats(harness, context, observer, attempt)
-            except HarnessError as exc:
-                if not attempt.launched:
-                    shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no half run folder
-                    raise
-                attempt.fail("failed", f"{attempt.stage} failed: {exc}")
-            except KeyboardInterrupt:
-                attempt.fail("interrupted", f"interrupted by the user (SIGINT) during {attempt.stage}")
-            except Terminated as exc:
-                attempt.fail("terminated", f"{exc} during {attempt.stage}")
-            except OSError as exc:  # a full disk or a missing file while preparing the run
-                where = f": {exc.filename}" if exc.filename else ""
-                attempt.fail("failed", f"{attempt.stage} failed: {exc.strerror or exc}{where}")
-            nodes = gather_nodes(context, attempt, collector) if collector else []
+            return _run_and_record(harness, context, request, observer, attempt, link)
         finally:
-            if collector is not None:
-                collector.close()
-        # Whatever signals arrive now, the result is written; a stop signal that came while
-        # the run was already stopping means nothing more.
-        with deferred_signals() as held:
-            if context.node_rank:
-                report = record_node(context, attempt)
-            else:
-                report = record_result(context, request, attempt, nodes)
-        if held and report.result.status not in ("interrupted", "terminated"):
-            raise_for(held[0])
-        if context.node_rank and context.rendezvous_endpoint:
-            report.note = send_record(context, report)
-        return report
+            if link is not None:
+                link.close()
+
+
+def _run_and_record(harness: Harness, context: RunContext, request: RunRequest,
+                    observer: RunObserver, attempt: Attempt, link) -> RunReport:
+    run_dir = context.run_dir
+    with watching(link):  # another node's failure stops this node's ranks
+        try:
+            atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
+            run_repeats(harness, context, observer, attempt)
+        except HarnessError as exc:
+            if not attempt.launched:
+                shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no half run folder
+                _announce(link, f"{attempt.stage} failed: {exc}")
+                raise
+            attempt.fail("failed", f"{attempt.stage} failed: {exc}")
+        except KeyboardInterrupt:
+            attempt.fail("interrupted", f"interrupted by the user (SIGINT) during {attempt.stage}")
+        except Terminated as exc:
+            attempt.fail("terminated", f"{exc} during {attempt.stage}")
+        except OSError as exc:  # a full disk or a missing file while preparing the run
+            where = f": {exc.filename}" if exc.filename else ""
+            attempt.fail("failed", f"{attempt.stage} failed: {exc.strerror or exc}{where}")
+    if attempt.status:
+        _announce(link, attempt.reason or attempt.status)
+    nodes = gather_nodes(context, attempt, link) if link is not None and not context.node_rank else []
+    # Whatever signals arrive now, the result is written; a stop signal that came while
+    # the run was already stopping means nothing more.
+    with deferred_signals() as held:
+        if context.node_rank:
+            report = record_node(context, attempt)
+        else:
+            report = record_result(context, request, attempt, nodes)
+    if held and report.result.status not in ("interrupted", "terminated"):
+        raise_for(held[0])
+    if context.node_rank and link is not None:
+        report.note = send_record(context, report, link)
+    return report
+
+
+def _announce(link, reason: str) -> None:
+    """This node failed: the job's other nodes stop theirs (unless it was stopped by theirs)."""
+    if link is not None and link.peer_failure is None:
+        link.announce_failure(reason)
+
+
+def watching(link):
+    return link.watching() if link is not None else nullcontext()
 
 
 def _folder_exists_message(context: RunContext) -> str:

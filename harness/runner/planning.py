@@ -78,6 +78,10 @@ def plan(harness: Harness, request: RunRequest) -> RunContext:
     config = config.model_copy(update={"code": code_digests(harness, owners, vendor_config_path)})
     identity = slurm or job_identity(request.job_id, request.node_rank, config.settings.nnodes)
     job_id, node_rank = identity.job_id, identity.node_rank
+    if config.settings.nnodes > 1:
+        from harness.runner.job_link import check_multinode_ready
+
+        check_multinode_ready()
     endpoint = (rendezvous_endpoint(job_id, identity.master_addr)
                 if config.settings.nnodes > 1 and job_id else None)
     run_id = _run_id(case.name, framework, request.vendor, config.settings.nnodes, job_id, node_rank)

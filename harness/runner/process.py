@@ -17,6 +17,7 @@ from typing import Callable
 
 from harness.launch import exit_description, torchrun_failed_ranks
 from harness.models import LaunchSpec, ProcessOutcome
+from harness.runner.job_link import JOB_SECRET_ENV, PEER_STOP_GRACE_S, peer_failure
 from harness.runner.scrub import scrub_line
 from harness.runner.signals import Terminated, deferred_signals
 from harness.runner.tree import ProcessTree, become_subreaper
@@ -75,6 +76,7 @@ def execute_launch(
     the arrival times stay those of the output."""
     env = dict(os.environ if base_env is None else base_env) if launch.inherit_env else {}
     env.update(launch.env)
+    env.pop(JOB_SECRET_ENV, None)  # the nodes' key stays with the harness, not the ranks
     env.setdefault("PYTHONUNBUFFERED", "1")
     started = _now()
     tail: deque[str] = deque(maxlen=40)
@@ -120,6 +122,7 @@ def execute_launch(
     deadline = time.monotonic() + timeout_s
     last_output = last_refresh = time.monotonic()
     log_error: str | None = None
+    stop_grace = KILL_GRACE_S
     with _closing_quietly(log):
         try:
             while True:
@@ -127,6 +130,10 @@ def execute_launch(
                 if now - last_refresh > TREE_REFRESH_S:
                     tree.refresh()  # remember workers before a launcher can orphan them
                     last_refresh = now
+                if (peer := peer_failure()) is not None:
+                    # its ranks would wait in a collective for ranks that are gone
+                    status, reason, stop_grace = "failed", f"stopped: {peer}", PEER_STOP_GRACE_S
+                    break
                 try:
                     item = lines.get(timeout=0.25)
                 except queue.Empty:
@@ -165,7 +172,7 @@ def execute_launch(
         finally:
             # Whatever signals arrive now, the processes are stopped and the outcome returned.
             with deferred_signals():
-                survivors = _finish(proc, tree, stopping=status != "success")
+                survivors = _finish(proc, tree, stopping=status != "success", grace_s=stop_grace)
                 if status != "success" and log_error is None:
                     _write_quietly(log, f"[harness] run stopped: {reason}\n")
                 exit_code = proc.wait()
@@ -213,7 +220,8 @@ def killed_from_outside(exit_code: int, tail: list[str]) -> str | None:
     return None
 
 
-def _finish(proc: subprocess.Popen, tree: ProcessTree, *, stopping: bool) -> list[int]:
+def _finish(proc: subprocess.Popen, tree: ProcessTree, *, stopping: bool,
+            grace_s: float = KILL_GRACE_S) -> list[int]:
     """Stop the launch's whole tree (when ``stopping``) or whatever it left running after it
     ended by itself (daemons, orphaned workers); returns the pids that survived."""
     if stopping:
@@ -221,7 +229,7 @@ def _finish(proc: subprocess.Popen, tree: ProcessTree, *, stopping: bool) -> lis
             pgid = os.getpgid(proc.pid)
         except ProcessLookupError:
             pgid = None
-        return tree.stop(KILL_GRACE_S, leader_pgid=pgid)
+        return tree.stop(grace_s, leader_pgid=pgid)
     proc.wait()
     tree.refresh()
     if tree.alive():

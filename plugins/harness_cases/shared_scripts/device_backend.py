@@ -10,6 +10,7 @@ every framework's interpreter imports it.
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 
@@ -22,3 +23,17 @@ def read_device_backend(config_path: str) -> dict:
         print("error: the resolved config names no device backend (the vendor declares none)", flush=True)
         sys.exit(2)
     return backend
+
+
+def collective_timeout_s(config_path: str) -> float:
+    """How long a rank waits in one collective before its process group gives up: the run's
+    ``rendezvous_timeout_s`` (not the framework's default of 10 to 30 minutes), so that ranks
+    whose peers are gone end even when nothing else stops them."""
+    with open(config_path, encoding="utf-8") as handle:
+        return float(json.load(handle)["settings"]["rendezvous_timeout_s"])
+
+
+def bound_collectives() -> None:
+    """NCCL's watchdog ends a rank whose collective timed out (instead of leaving it blocked);
+    set before the process group starts."""
+    os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "1")

@@ -21,11 +21,13 @@ import math
 import os
 import sys
 import time
+from datetime import timedelta
 
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from device_backend import bound_collectives
 from gpt_knobs import with_knob_defaults
 from lr_schedule import lr_at
 from data_nonce import data_order_seed
@@ -249,7 +251,9 @@ def main() -> int:
     accelerator.set_device(device)
     # 'high' lets fp32 matmuls use TF32, as the nvidia backend declares.
     torch.set_float32_matmul_precision(cfg["device"].get("float32_matmul_precision", "highest"))
-    dist.init_process_group(backend.get("dist_backend") or "nccl", device_id=device)
+    bound_collectives()
+    dist.init_process_group(backend.get("dist_backend") or "nccl", device_id=device,
+                            timeout=timedelta(seconds=float(s["rendezvous_timeout_s"])))
 
     from megatron.core import parallel_state, tensor_parallel
     from megatron.core.distributed import (DistributedDataParallel, DistributedDataParallelConfig,

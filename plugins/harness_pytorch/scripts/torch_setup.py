@@ -14,12 +14,13 @@ import json
 import os
 import sys
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Callable
 
 import torch
 import torch.distributed as dist
 
-from device_backend import read_device_backend
+from device_backend import bound_collectives, collective_timeout_s, read_device_backend
 from memory_line import memory_line, process_peak_rss_mb
 
 
@@ -124,7 +125,9 @@ def start_runtime(config_path: str, seed: int) -> Runtime:
     # 'high' lets fp32 matmuls use TF32 where the device has it (the nvidia backend asks for it).
     torch.set_float32_matmul_precision(backend.get("float32_matmul_precision", "highest"))
     if world > 1:
-        dist.init_process_group(backend=entry.get("dist_backend"))
+        bound_collectives()
+        dist.init_process_group(backend=entry.get("dist_backend"),
+                                timeout=timedelta(seconds=collective_timeout_s(config_path)))
     torch.manual_seed(seed)
     return Runtime(device=device, world=world, rank=rank,
                    device_name=backend.get("device_type", device_type), dedicated=dedicated,

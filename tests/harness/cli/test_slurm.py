@@ -41,6 +41,12 @@ def test_script_quotes_every_word_and_starts_one_task_per_node(tmp_path):
     echoed = subprocess.run(["bash", "-c", "printf '%s\\n' " + srun_line.split(" ", 1)[1]],
                             capture_output=True, text=True, check=True).stdout.splitlines()
     assert str(weird) in echoed
+    # the job's secret is made when the job starts, one per job, never written into the file
+    [export] = [line for line in text.splitlines() if line.startswith("export HARNESS_JOB_SECRET=")]
+    secrets = {subprocess.run(["bash", "-c", export + '; printf %s "$HARNESS_JOB_SECRET"'],
+                              capture_output=True, text=True, check=True, env={"PATH": os.environ["PATH"]}).stdout
+               for _ in range(2)}
+    assert len(secrets) == 2 and all(len(secret) == 64 for secret in secrets)
 
 
 @pytest.mark.parametrize("args, message", [

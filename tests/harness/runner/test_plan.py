@@ -73,6 +73,7 @@ def test_replanned_is_another_run_of_the_same_plan(planner, monkeypatch):
     from harness.runner.pipeline import replanned
 
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    monkeypatch.setenv("HARNESS_JOB_SECRET", "s" * 32)
     first = planner(vendor="cpu")
     again = replanned(first)
     assert again.run_id != first.run_id and again.run_dir == first.run_dir.with_name(again.run_id)

@@ -161,3 +161,12 @@ def test_a_rank_killed_by_sigkill_under_torchrun_is_named_with_the_signal(tmp_pa
     assert outcome.reason.startswith(
         "training rank 1 (local rank 1): killed by SIGKILL (out of memory?), from outside the harness"), \
         outcome.reason
+
+
+def test_the_job_secret_does_not_reach_the_training_processes(tmp_path):
+    import os
+
+    outcome = execute_launch(launch("import os; print('secret:', os.environ.get('HARNESS_JOB_SECRET'))"),
+                             tmp_path / "log", base_env={**os.environ, "HARNESS_JOB_SECRET": "s" * 32},
+                             timeout_s=30, hang_timeout_s=30)
+    assert outcome.status == "success" and (tmp_path / "log").read_text() == "secret: None\n"

@@ -85,6 +85,7 @@ def test_argv_multi_node_needs_master_addr(harness, tmp_path, monkeypatch):
         gpu_context(harness, tmp_path, "DP_16x1x1_32_1536x16")
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
     monkeypatch.delenv("MASTER_PORT", raising=False)
+    monkeypatch.setenv("HARNESS_JOB_SECRET", "s" * 32)
     context = gpu_context(harness, tmp_path, "DP_16x1x1_32_1536x16")
     assert context.config.settings.nnodes == 2
     argv = plugin.run(context=context, env=ENV, dataset=DATA).argv

@@ -87,7 +87,8 @@ def test_gpt_two_nodes_on_localhost_are_one_job(framework_cache, tmp_path):
 
     job = f"pd-{uuid.uuid4().hex[:8]}"
     env = {k: v for k, v in os.environ.items() if k not in ("MASTER_PORT", "HARNESS_BLOCK_PLUGINS")}
-    env.update(MASTER_ADDR="127.0.0.1", HARNESS_CACHE_DIR=str(framework_cache), PYTHONUNBUFFERED="1")
+    env.update(MASTER_ADDR="127.0.0.1", HARNESS_CACHE_DIR=str(framework_cache), PYTHONUNBUFFERED="1",
+               HARNESS_JOB_SECRET=uuid.uuid4().hex)
     nodes = [subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "--vendor", "cpu", "--scale", "smoke", "--case",
          "gpt3_125M", "--framework", "paddle", "--nproc", "1", "--nnodes", "2", "--max-steps", "4",
