@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +73,28 @@ def convert_param(key: str, raw: Any, default: ParamValue) -> ParamValue:
             f"--set {key}={raw!r}: expected a value of type {kind.__name__} (default {default!r})"
         ) from None
     return raw
+
+
+#: The range of a numeric parameter the case gives none: hyper-parameters are counts, sizes,
+#: rates and coefficients, none of them negative.
+DEFAULT_PARAM_RANGE: tuple[float | None, float | None] = (0, None)
+#: What an integer parameter may hold: the training scripts' integers are 64-bit.
+INT64_MAX = 2**63 - 1
+
+
+def check_param_ranges(case: CaseSpec, params: Mapping[str, ParamValue]) -> None:
+    """Refuse, before launch, a numeric parameter that is not finite or outside its range."""
+    for key, value in params.items():
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            continue
+        low, high = case.ranges.get(key, DEFAULT_PARAM_RANGE)
+        if isinstance(value, int) and abs(value) > INT64_MAX:
+            high = INT64_MAX if high is None else min(high, INT64_MAX)
+        if not math.isfinite(value) or (low is not None and value < low) or (high is not None and value > high):
+            valid = (f"{'-inf' if low is None else f'{low:g}'} to "
+                     f"{'inf' if high is None else f'{high:g}'}")
+            raise UserInputError(f"invalid value for {key!r}: {value!r}; valid: a finite number "
+                                 f"from {valid} (case {case.name!r})")
 
 
 #: Python type of a parameter's default -> the TOML value types accepted for it (TOML is typed,
@@ -178,6 +202,7 @@ def resolve_config(
             del sources[key]
     apply(cli_set or {}, CLI_SOURCE, check_immutable=True)
 
+    check_param_ranges(case, params)
     for key, allowed in case.choices.items():
         if key in params and params[key] not in allowed:
             raise UserInputError(

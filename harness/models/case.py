@@ -51,6 +51,12 @@ class CaseSpec(BaseModel):
         default_factory=frozenset,
         description="Keys a vendor per-case config may set (tuning knobs, not the model).",
     )
+    ranges: dict[str, tuple[float | None, float | None]] = Field(
+        default_factory=dict,
+        description="Valid range (lowest, highest; None: unbounded) of numeric parameters, e.g. "
+                    "{'dropout': (0, 1)}; a numeric parameter not named here must be finite and "
+                    "at least 0. Checked when the config is resolved, before launch.",
+    )
     choices: dict[str, tuple[str, ...]] = Field(
         default_factory=dict,
         description="Allowed values of string parameters, e.g. {'recompute': ('none', "

@@ -23,10 +23,17 @@ Scale = Literal["full", "smoke"]
 RunMode = Literal["sp", "mp"]
 
 
+#: Upper bound of batch sizes, accumulation steps, processes and nodes (2**20): far above any
+#: real run, far below what overflows a training script's 64-bit integers.
+MAX_COUNT = 2**20
+MAX_STEPS = 10**9
+
+
 class RunSettings(BaseModel):
     """Knobs every framework understands. Case-specific hyper-parameters live in ``params``."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+    # NaN and infinity are no timeout; every count has an upper bound a machine can hold
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, allow_inf_nan=False)
 
     @model_validator(mode="before")
     @classmethod
@@ -35,15 +42,16 @@ class RunSettings(BaseModel):
         return _without(data, ("world_size", "run_mode", "global_batch_size"))
 
     precision: Precision = Field("fp32", description="Training precision.")
-    micro_batch_size: int = Field(8, ge=1, description="Per-process batch size of one step.")
-    grad_accum_steps: int = Field(1, ge=1, description="Micro-batches per optimizer step.")
-    max_steps: int = Field(100, ge=1, description="Optimizer steps to run.")
+    micro_batch_size: int = Field(8, ge=1, le=MAX_COUNT, description="Per-process batch size of one step.")
+    grad_accum_steps: int = Field(1, ge=1, le=MAX_COUNT, description="Micro-batches per optimizer step.")
+    max_steps: int = Field(100, ge=1, le=MAX_STEPS, description="Optimizer steps to run.")
     skip_steps: int = Field(
-        10, ge=0, description="Unstable warm-up steps left out of FINAL_RESULT."
+        10, ge=0, le=MAX_STEPS, description="Unstable warm-up steps left out of FINAL_RESULT."
     )
-    nproc: int = Field(1, ge=1, description="Processes (devices) per node.")
-    nnodes: int = Field(1, ge=1, description="Nodes.")
-    seed: int = Field(1234, description="Random seed of the training and of synthetic data.")
+    nproc: int = Field(1, ge=1, le=MAX_COUNT, description="Processes (devices) per node.")
+    nnodes: int = Field(1, ge=1, le=MAX_COUNT, description="Nodes.")
+    seed: int = Field(1234, ge=0, le=2**32 - 1,
+                      description="Random seed of the training and of synthetic data.")
     timeout_s: float = Field(7200.0, gt=0, description="Overall wall-clock limit of the run.")
     hang_timeout_s: float = Field(
         900.0, gt=0, description="Limit on time without any output before the run counts as hung."

@@ -7,6 +7,7 @@ reading the NGC HDF5 format.
 from __future__ import annotations
 
 from harness.models import CaseSpec
+from harness_cases.param_ranges import CASE_RANGES
 
 BERT_IMMUTABLE = frozenset({
     "num_layers", "hidden_size", "num_heads", "intermediate_size", "vocab_size", "seq_len",
@@ -56,6 +57,7 @@ def bert_base_seq128() -> CaseSpec:
         equivalence_settings={"dropout": 0.0},
         immutable=BERT_IMMUTABLE,
         vendor_overridable=BERT_VENDOR_OVERRIDABLE,
+        ranges=CASE_RANGES,
     )
 
 

@@ -7,6 +7,7 @@ task 图像分类, direction 0, reported in images/s.
 from __future__ import annotations
 
 from harness.models import CaseSpec
+from harness_cases.param_ranges import CASE_RANGES
 
 CNN_IMMUTABLE = frozenset({"image_size", "num_classes", "width_multiplier"})
 # Run-time knobs only: never the measurement window (harness.measurement_window).
@@ -60,6 +61,7 @@ def cnn_case(name: str) -> CaseSpec:
         ),
         immutable=CNN_IMMUTABLE,
         vendor_overridable=CNN_VENDOR_OVERRIDABLE,
+        ranges=CASE_RANGES,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from harness.models import CaseSpec
 from harness_cases.gpt_knobs import GPT_CHOICES
+from harness_cases.param_ranges import CASE_RANGES
 from harness_cases.shared_scripts.gpt_knobs import GPT_KNOB_DEFAULTS
 
 # name: (layers, hidden, heads, learning rate) from the GPT-3 paper. The paper lists 24
@@ -72,6 +73,7 @@ def gpt3_case(name: str) -> CaseSpec:
         immutable=GPT_IMMUTABLE,
         vendor_overridable=GPT_VENDOR_OVERRIDABLE,
         choices=GPT_CHOICES,
+        ranges=CASE_RANGES,
     )
 
 

@@ -49,3 +49,22 @@ def test_help_explains_the_run_options(cli_env, tmp_path):
     assert proc.returncode == 0
     for option in ("--case", "--vendor", "--scale", "--run-mode", "--set", "--repeat", "--json"):
         assert option in proc.stdout
+
+
+@pytest.mark.parametrize("setting, message", [
+    ("micro_batch_size=99999999999999999999", "invalid value for 'micro_batch_size': Input should be less than or equal to 1048576"),
+    ("learning_rate=nan", "invalid value for 'learning_rate': nan; valid: a finite number from 0 to inf"),
+    ("learning_rate=-1", "invalid value for 'learning_rate': -1.0; valid: a finite number from 0 to inf"),
+    ("learning_rate=inf", "invalid value for 'learning_rate': inf"),
+    ("dropout=1.5", "invalid value for 'dropout': 1.5; valid: a finite number from 0 to 1"),
+    ("lr_warmup_steps=99999999999999999999", "invalid value for 'lr_warmup_steps'"),
+    ("timeout_s=nan", "invalid value for 'timeout_s'"),
+    ("seed=-1", "invalid value for 'seed'"),
+])
+def test_a_numeric_setting_out_of_its_range_is_refused_before_launch(setting, message, cli_env, tmp_path):
+    proc = run_cli(["run", "--case", "gpt3_125M", "--scale", "smoke", "--set", setting], cli_env, tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and message in errors[0], proc.stderr
+    results = tmp_path / "results"
+    assert not results.exists() or not any(results.iterdir())  # no run folder, no database row
