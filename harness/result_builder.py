@@ -23,7 +23,7 @@ from harness.models.result import (
     micro_batch_of,
 )
 from harness.stats import (
-    after_warmup, first_record_after_warmup, mean_after_warmup, spread, step_time_stats,
+    after_warmup, covers_past_warmup, first_record_after_warmup, mean_after_warmup, spread, step_time_stats,
     total_work_rate,
 )
 
@@ -66,6 +66,18 @@ def repeat_figures(reading: LogReading | None, skip_steps: int) -> RepeatFigures
                          median=measured.median if measured else None,
                          step_time=step_time_stats(summary.step_time, step_skip),
                          total_work=total_work_rate(summary.throughput, summary.step_time, skip))
+
+
+def past_warmup(reading: LogReading | None, skip_steps: int) -> bool:
+    """Whether the log has throughput past the ``skip_steps`` warm-up iterations (without it,
+    FINAL_RESULT would be made of warm-up figures: :func:`harness.stats.after_warmup` keeps
+    the last one)."""
+    if reading is None or not reading.summary.throughput:
+        return True  # no figure at all: log_verdict says so
+    summary = reading.summary
+    if len(summary.throughput_steps) == len(summary.throughput):
+        return covers_past_warmup(summary.throughput_steps, skip_steps)
+    return len(summary.throughput) > skip_steps
 
 
 def log_verdict(status: RunStatus, reason: str | None, reading: LogReading | None,

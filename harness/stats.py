@@ -49,6 +49,15 @@ def after_warmup(values: Sequence[T], skip: int) -> Sequence[T]:
     return values[skip:] if len(values) > skip else values[-1:]
 
 
+def covers_past_warmup(steps: Sequence[int], skip_iterations: int) -> bool:
+    """Whether the records cover any iteration after the first ``skip_iterations`` (counted
+    as :func:`first_record_after_warmup` counts them)."""
+    if not steps or skip_iterations <= 0:
+        return bool(steps)
+    first_gap = steps[1] - steps[0] if len(steps) > 1 and steps[1] > steps[0] else 1
+    return steps[-1] - (steps[0] - first_gap) > skip_iterations
+
+
 def first_record_after_warmup(steps: Sequence[int], skip_iterations: int) -> int:
     """Index of the first record whose iterations all lie past the warm-up.
 

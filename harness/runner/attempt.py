@@ -15,7 +15,7 @@ from harness.models import ParsedLog, ProcessOutcome, ResolvedConfig
 from harness.models.context import RunContext
 from harness.models.result import LaunchRecord, RepeatResult
 from harness.readback import ReadbackCheck, check_log
-from harness.result_builder import log_peak_memory, log_verdict, repeat_figures
+from harness.result_builder import log_peak_memory, log_verdict, past_warmup, repeat_figures
 from harness.runner.observer import RunObserver, StepClock
 from harness.runner.sealed_launch import (launch_record, read_import_records, repeat_nonce,
                                           sealed_launch, shadowed_problem, vendor_changes)
@@ -66,6 +66,12 @@ def _summarise_repeat(
                                  has_value=figures.final is not None)
     if status == "success" and not readback.ok:
         status, reason = "invalid", readback.reason()
+    skip = context.config.settings.skip_steps
+    if status == "success" and not past_warmup(reading, skip):
+        last = reading.summary.last_step if reading is not None else None
+        status, reason = "invalid", (
+            f"no step past the {skip} warm-up steps (skip_steps) was logged (the last logged step "
+            f"is {last}): FINAL_RESULT would be a warm-up figure")
     if status == "success":
         problem = witness_problem(Path(outcome.log_path), reading, logged_rate(figures), witness,
                                   context.case.unit, timed=builtin_scripts,

@@ -104,3 +104,22 @@ def test_repeat_reports_the_median(cli_env, tmp_path):
     assert len(result["repeats"]) == 3
     finals = sorted(r["final_result"] for r in result["repeats"])
     assert result["throughput"]["value"] == finals[1]
+
+
+def test_a_run_whose_steps_never_get_past_the_warm_up_is_invalid_naming_it(cli_env, tmp_path):
+    # the process ends well (exit 0) after 2 of 6 steps; the warm-up is 3
+    proc = run_cli(["run", "--case", "demo_steps", "--framework", "demo", "--set", "mode=stop_early",
+                    "--set", "skip_steps=3", "--json"], cli_env, tmp_path)
+    assert proc.returncode == 1, proc.stderr
+    result = json.loads((only_run_dir(tmp_path) / "result.json").read_text())
+    assert result["status"] == "invalid" and result["throughput"] is None
+    assert result["failure_reason"].startswith("no step past the 3 warm-up steps (skip_steps) was logged")
+
+
+def test_a_warm_up_as_long_as_the_run_is_refused_before_launch(cli_env, tmp_path):
+    proc = run_cli(["run", "--case", "gpt3_125M", "--scale", "smoke", "--set", "skip_steps=50",
+                    "--max-steps", "3"], cli_env, tmp_path)
+    assert proc.returncode == 2
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "skip_steps 50 leaves no step to measure in max_steps 3" in errors[0]
+    assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
