@@ -70,3 +70,15 @@ def run(context: RunContext, env, dataset):
     threads = max(1, usable_cores() // context.config.settings.nproc)
     extra = {"CUDA_VISIBLE_DEVICES": "", "OMP_NUM_THREADS": str(threads)}
     return launch.model_copy(update={"env": {**extra, **launch.env}})
+
+
+@hookimpl
+def unsupported_reason(context: RunContext) -> str | None:
+    """More processes than usable cores: each would get a slice of a core (and its own copy of
+    the model in memory), so the run would measure oversubscription, if it did not exhaust
+    the machine's memory first."""
+    nproc, cores = context.config.settings.nproc, usable_cores()
+    if nproc > cores:
+        return (f"--nproc {nproc} needs {nproc} CPU cores per node (one per process); this "
+                f"machine lets this process use {cores}")
+    return None

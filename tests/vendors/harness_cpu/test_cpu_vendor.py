@@ -37,3 +37,14 @@ def _dataset(tmp_path):
     from harness.models import DatasetInfo
 
     return DatasetInfo(kind="gpt-npy", path=str(tmp_path), files=["x_ids.npy", "x_idx.npz"], synthesized=True)
+
+
+def test_more_processes_than_cores_are_refused_before_launch(tmp_path, capsys):
+    from harness.cli.main import main
+
+    nproc = max(64, usable_cores() + 1)
+    code = main(["run", "--case", "gpt3_125M", "--scale", "smoke", "--nproc", str(nproc),
+                 "--output", str(tmp_path / "results")])
+    err = capsys.readouterr().err
+    assert code == 2 and f"--nproc {nproc} needs {nproc} CPU cores per node" in err, err
+    assert len(err.strip().splitlines()) == 1 and not (tmp_path / "results").exists()
