@@ -7,6 +7,7 @@ from typing import Iterable
 
 from harness.errors import UserInputError
 from harness.logformat import LogFormat
+from harness.logparse.summary import bounded_lines
 
 #: Lines read while looking for a characteristic one (logs often open with long preambles).
 DETECT_MAX_LINES = 200_000
@@ -23,7 +24,7 @@ def detect_format(path: Path, formats: Iterable[LogFormat],
     candidates = list(formats)
     read = 0
     with open(path, encoding="utf-8", errors="replace") as handle:
-        for line in handle:
+        for line in bounded_lines(handle):
             if read >= max_lines:
                 break
             read += 1

@@ -14,6 +14,7 @@ import math
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 from harness.logformat import LogFormat, LogParser
 from harness.logparse.metadata import SNIFF_LINES, MetadataSniffer
@@ -117,6 +118,28 @@ class StreamedLog(LogReading):
     stated: dict = field(default_factory=dict)
 
 
+#: The longest line a log parser sees; the rest of a longer line is read in chunks of this
+#: size and dropped, so a file without newlines is never held in memory whole.
+MAX_LINE_CHARS = 64 * 1024
+
+
+def bounded_lines(handle: io.TextIOBase, limit: int = MAX_LINE_CHARS) -> Iterator[str]:
+    """Every line of ``handle``, each at most ``limit`` characters (a longer one is cut and
+    ends with a newline, as if it had ended there)."""
+    readline = handle.readline
+    while True:
+        line = readline(limit)
+        if not line:
+            return
+        if len(line) == limit and not line.endswith(("\n", "\r")):
+            while True:  # drop the rest of the line, a chunk at a time
+                rest = readline(limit)
+                if not rest or rest.endswith(("\n", "\r")):
+                    break
+            line += "\n"
+        yield line
+
+
 class _HashingReader(io.RawIOBase):
     """A binary file that feeds every byte it reads to a sha256 (one pass for both)."""
 
@@ -158,7 +181,7 @@ def stream_log(path: Path, fmt: LogFormat, **hints) -> StreamedLog:
         hashing = _HashingReader(raw)
         text = io.TextIOWrapper(io.BufferedReader(hashing, buffer_size=1 << 20),
                                 encoding="utf-8", errors="replace")
-        for line in text:
+        for line in bounded_lines(text):
             lines += 1
             if lines <= SNIFF_LINES:
                 sniff(line, lines)

@@ -156,3 +156,29 @@ def test_a_case_taken_from_an_odd_file_name_stays_in_the_results_folder(tmp_path
     run_dirs = [p for p in results.iterdir() if p.is_dir()]
     assert len(run_dirs) == 1 and run_dirs[0].name.startswith("ingested-2f.._2fevil_-")
     assert all(results in p.resolve().parents for p in results.rglob("*"))
+
+
+def test_a_huge_line_is_read_in_bounded_chunks(tmp_path):
+    """A 160 MiB line without a newline, then a log: the parse keeps its memory far below
+    the line's size (it held twice the file before) and still reads the steps after it."""
+    import subprocess
+    import sys
+
+    log = tmp_path / "huge.log"
+    with open(log, "wb") as handle:
+        chunk = b"x" * (1 << 20)
+        for _ in range(160):
+            handle.write(chunk)
+        handle.write(b"\n" + "".join(STEP.format(step=i, loss=10.0, ips=1000) for i in range(1, 21)).encode())
+    measure = ("import resource, subprocess, sys; "
+               "p = subprocess.run([sys.executable, '-m', 'harness', 'parse', sys.argv[1], '--json'], "
+               "capture_output=True, text=True); "
+               "print(p.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024); "
+               "print(p.stdout)")
+    proc = subprocess.run([sys.executable, "-c", measure, str(log)], capture_output=True, text=True,
+                          timeout=600)
+    code, peak_mib = map(int, proc.stdout.splitlines()[0].split())
+    assert code == 0, proc.stdout
+    assert peak_mib < 128, f"peak {peak_mib} MiB for a 160 MiB line"
+    document = json.loads(proc.stdout.split("\n", 1)[1])
+    assert document["result"]["steps_completed"] == 20
