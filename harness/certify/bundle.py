@@ -12,6 +12,8 @@ Layout inside the archive (one top folder, the certification id)::
 
 from __future__ import annotations
 
+import errno
+import shutil
 import tarfile
 import tempfile
 from collections.abc import Sequence
@@ -23,6 +25,11 @@ from harness.errors import UserInputError
 from harness.provenance import sha256_file
 
 MANIFEST, SIGNATURE, PUBLIC_KEY = "MANIFEST.sha256", "SIGNATURE", "PUBLIC_KEY"
+#: A bundle unpacks to at most this many times its own size: logs, JSON and SVG compress
+#: some tens of times; a bundle far beyond that is a decompression bomb.
+MAX_EXPANSION = 200
+#: ... and to at most this much whatever its size.
+MAX_UNPACKED_BYTES = 16 * 1024**3
 _UNLISTED = {MANIFEST, SIGNATURE, PUBLIC_KEY}
 
 
@@ -71,7 +78,14 @@ def extract_bundle(bundle: Path, into: Path) -> Path:
                 tops.add(parts[0])
             if len(tops) != 1:
                 raise UserInputError(f"{bundle} is not a certification bundle (expected one top folder)")
-            tar.extractall(into, filter="data")
+            _check_unpacked_size(bundle, sum(m.size for m in members if m.isfile()), into)
+            try:
+                tar.extractall(into, filter="data")
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise UserInputError(f"the temporary folder {into} is full: {bundle} did not "
+                                         "fit while unpacking; set TMPDIR to a folder with room") from None
+                raise
     except (tarfile.TarError, EOFError, OSError, UnicodeDecodeError) as exc:
         raise UserInputError(f"{bundle} is not a certification bundle (not a readable .tar.gz: "
                              f"{exc.__class__.__name__})") from None
@@ -79,6 +93,25 @@ def extract_bundle(bundle: Path, into: Path) -> Path:
     if not (folder / MANIFEST).is_file() or not (folder / "certification.json").is_file():
         raise UserInputError(f"{bundle} is not a certification bundle (no {MANIFEST} or certification.json)")
     return folder
+
+
+def _check_unpacked_size(bundle: Path, unpacked: int, into: Path) -> None:
+    """Refuse, before anything is written, a bundle that would unpack to far more than its
+    own size (a decompression bomb) or than the temporary folder holds. The sizes come from
+    the archive's headers, read without writing anything."""
+    packed = bundle.stat().st_size
+    if unpacked > MAX_UNPACKED_BYTES or unpacked > MAX_EXPANSION * max(packed, 1):
+        raise UserInputError(
+            f"{bundle} is not a certification bundle: its {packed / 1024**2:,.1f} MiB unpack to "
+            f"{unpacked / 1024**2:,.1f} MiB (at most {MAX_EXPANSION} times its size and "
+            f"{MAX_UNPACKED_BYTES // 1024**3} GiB are accepted)")
+    existing = next(p for p in (into, *into.parents) if p.exists())  # into may be made later
+    free = shutil.disk_usage(existing).free
+    if unpacked > free:
+        raise UserInputError(
+            f"the temporary folder {into} is full for {bundle}: it unpacks to "
+            f"{unpacked / 1024**2:,.1f} MiB and {free / 1024**2:,.1f} MiB are free; set TMPDIR "
+            "to a folder with room")
 
 
 @dataclass

@@ -165,3 +165,76 @@ def test_keygen_onto_an_existing_symlink_is_refused_and_writes_nothing(tmp_path,
     assert "k.pub exists; remove it or choose another name" in err and len(err.strip().splitlines()) == 1
     assert not (tmp_path / "k.key").exists()
     assert (elsewhere.read_text() == "keep me") if target == "file" else not elsewhere.exists()
+
+
+def _archive(path: Path, files: dict[str, tuple[int, bytes]]) -> Path:
+    """A .tar.gz with one top folder; each file is ``size`` bytes of ``pattern`` repeated."""
+    import io
+
+    class Repeating(io.RawIOBase):
+        def __init__(self, size: int, pattern: bytes):
+            self.left, self.pattern = size, pattern
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer) -> int:
+            count = min(len(buffer), self.left)
+            block = (self.pattern * (count // len(self.pattern) + 1))[:count]
+            buffer[:count] = block
+            self.left -= count
+            return count
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, (size, pattern) in files.items():
+            info = tarfile.TarInfo(f"cert-1/{name}")
+            info.size = size
+            tar.addfile(info, io.BufferedReader(Repeating(size, pattern)))
+    return path
+
+
+def test_a_decompression_bomb_is_refused_before_anything_is_unpacked(tmp_path, capsys, monkeypatch):
+    import tempfile
+
+    from harness.cli.main import main
+
+    bomb = _archive(tmp_path / "bomb.tar.gz", {
+        "certification.json": (2, b"{}"), "MANIFEST.sha256": (0, b"x"),
+        "runs/r1/train.log": (300 * 1024**2, b"\0")})
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))
+    assert main(["certify", "verify", str(bomb)]) == 2
+    err = capsys.readouterr().err
+    assert "unpack to 300.0 MiB (at most 200 times its size" in err and len(err.strip().splitlines()) == 1
+    assert list(scratch.iterdir()) == []  # nothing was written, and the temporary folder is gone
+
+
+def test_a_bundle_bigger_than_the_temporary_folder_says_it_is_full(tmp_path, capsys, monkeypatch):
+    import os
+    import random
+    import subprocess
+    import tempfile
+
+    from harness.cli.main import main
+
+    small = tmp_path / "small_tmp"
+    small.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs (a real full temporary folder) needs root")
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        noise = random.Random(7).randbytes(3 * 1024**2)  # incompressible: an honest 3 MiB bundle
+        bundle = _archive(tmp_path / "big.tar.gz", {
+            "certification.json": (2, b"{}"), "MANIFEST.sha256": (0, b"x"),
+            "runs/r1/train.log": (3 * 1024**2, noise)})
+        monkeypatch.setattr(tempfile, "tempdir", str(small))
+        assert main(["certify", "verify", str(bundle)]) == 2
+        err = capsys.readouterr().err
+        assert "the temporary folder" in err and "is full" in err and "not a readable" not in err
+        assert len(err.strip().splitlines()) == 1
+    finally:
+        subprocess.run(["umount", "-l", str(small)], check=False)
