@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import queue
 import re
-import signal
+import shutil
 import subprocess
+import sys
 import threading
 import time
 from collections import deque
@@ -23,6 +25,7 @@ from harness.runner.signals import Terminated, deferred_signals
 from harness.runner.tree import ProcessTree, become_subreaper
 
 KILL_GRACE_S = 10.0
+GUARD = Path(__file__).with_name("guard.py")
 TREE_REFRESH_S = 1.0
 # An error line: a traceback, an exception name, an error/failure word, a killed process, a
 # NaN loss. Not Megatron's "number of nan iterations: 0" counter on every iteration line.
@@ -90,8 +93,10 @@ def execute_launch(
     become_subreaper()
     children_before = ProcessTree.own_children()
     try:
+        _check_startable(launch.argv[0], env, launch.cwd)
         proc = subprocess.Popen(
-            launch.argv,
+            # the guard starts the launch and makes every process of it die with the harness
+            [sys.executable, str(GUARD), str(os.getpid()), "--", *launch.argv],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -218,6 +223,17 @@ def killed_from_outside(exit_code: int, tail: list[str]) -> str | None:
     if killed:
         return f"training {killed[0]}, from outside the harness"
     return None
+
+
+def _check_startable(program: str, env: dict[str, str], cwd: str | None) -> None:
+    """The guard would start the launch; say here, as starting it would, when it cannot be."""
+    where = program if os.sep in program else shutil.which(program, path=env.get("PATH"))
+    if where is not None and not os.path.isabs(where) and cwd:
+        where = os.path.join(cwd, where)
+    if where is None or not os.path.isfile(where):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), program)
+    if not os.access(where, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), program)
 
 
 def _finish(proc: subprocess.Popen, tree: ProcessTree, *, stopping: bool,

@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import run_cli
 
 
@@ -123,3 +125,29 @@ def test_a_warm_up_as_long_as_the_run_is_refused_before_launch(cli_env, tmp_path
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "skip_steps 50 leaves no step to measure in max_steps 3" in errors[0]
     assert not (tmp_path / "results").exists() or not any((tmp_path / "results").iterdir())
+
+
+@pytest.mark.parametrize("worker_state", ["stopped", "running"])
+def test_workers_die_with_a_harness_killed_by_sigkill(cli_env, tmp_path, worker_state):
+    """kill -9 of harness leaves nothing to stop its launch; the launch's guard does. The worker
+    sleeps without output (a broken pipe would never end it); stopped, it would wait forever."""
+    import psutil
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "run", "--case", "demo_steps", "--framework", "demo",
+         "--set", "mode=hang"],
+        env=cli_env, cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+    workers: list = []
+    while not workers:
+        assert time.monotonic() < deadline and proc.poll() is None, "the demo run did not start"
+        workers = [p for p in psutil.Process(proc.pid).children(recursive=True)
+                   if p.cmdline()[1:2] and p.cmdline()[1].endswith("worker.py")]
+        time.sleep(0.1)
+    [worker] = workers
+    if worker_state == "stopped":
+        worker.suspend()  # SIGSTOP
+    proc.kill()  # SIGKILL: the harness runs no code of its own any more
+    proc.wait()
+    gone, alive = psutil.wait_procs([worker], timeout=30)
+    assert not alive, f"the {worker_state} worker outlived the harness"
