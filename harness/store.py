@@ -170,3 +170,24 @@ class ResultStore:
     def run_dirs(self) -> dict[str, str | None]:
         """Run id -> run folder, for readers (reports) that also need a run's files."""
         return dict(self._read("SELECT run_id, run_dir FROM runs"))
+
+
+def run_folder_damage(result: BenchmarkResult, run_dir: Path | str | None) -> str | None:
+    """Why a recorded run's folder no longer holds its result (deleted, ``result.json``
+    missing, truncated or another run's), else None. A run recorded without a folder has
+    nothing to damage. Sweeps run such a point again; reports say which runs they lack."""
+    if run_dir is None:
+        return None
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return f"its run folder {run_dir} is missing"
+    path = run_dir / "result.json"
+    try:
+        on_disk = BenchmarkResult.model_validate_json(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return f"{path} is missing"
+    except (OSError, ValueError, ValidationError):  # truncated, garbled, unreadable
+        return f"{path} is damaged (not a readable result)"
+    if on_disk.run_id != result.run_id or on_disk.config_hash != result.config_hash:
+        return f"{path} holds another run ({on_disk.run_id})"
+    return None

@@ -76,6 +76,8 @@ def report_command(
                             max_step_charts=max_step_charts, title=title, history=history)
     out = report_dir if report_dir is not None else output / "report"
     written = generate_report(output, out, filters, options, registry=app_state(ctx).registry())
+    for damage in written.damaged:
+        typer.echo(f"warning: run {damage}; its log and per-step charts are missing", err=True)
     if written.runs == 0:
         typer.echo(f"warning: no recorded runs match ({filters.describe()}); the report is empty",
                    err=True)

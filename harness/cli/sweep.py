@@ -127,6 +127,10 @@ def sweep_command(
         f"sweep [bold]{spec.name}[/bold]: {len(planned)} points, {todo} to run, "
         f"{counts['done']} already recorded, {counts['skipped']} skipped, "
         f"{counts['invalid']} invalid", highlight=False)
+    for point in planned:  # a recorded run whose folder is damaged runs again
+        if point.state == "todo" and point.reason:
+            console.print(f"warning: point {point.index}: {point.reason}", highlight=False,
+                          markup=False, soft_wrap=True)
     if dry_run:
         from harness.sweep.runner import SweepRow, row_from_recorded
 

@@ -3,9 +3,11 @@ folders, written as report.md and a self-contained report.html."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from harness.errors import StorageError
 
 if TYPE_CHECKING:
     from harness.registry import Registry
@@ -18,6 +20,7 @@ class ReportOutput:
     markdown: Path
     html: Path
     runs: int
+    damaged: list[str] = field(default_factory=list)  # "run id: why its folder is damaged"
 
 
 def generate_report(results: Path, out_dir: Path, filters: ReportFilter | None = None,
@@ -33,5 +36,10 @@ def generate_report(results: Path, out_dir: Path, filters: ReportFilter | None =
     reader = log_step_reader(registry) if registry is not None else None
     history = load_history(results, filters) if options is not None and options.history else None
     document = ReportBuilder(runs, filters, options, step_reader=reader, history=history).build()
-    paths = write_report(document, out_dir)
-    return ReportOutput(paths["markdown"], paths["html"], len(runs))
+    try:
+        paths = write_report(document, out_dir)
+    except OSError as exc:  # a read-only or full folder
+        raise StorageError(f"could not write the report into {out_dir}: "
+                           f"{exc.strerror or exc}") from None
+    return ReportOutput(paths["markdown"], paths["html"], len(runs),
+                        damaged=[f"{r.result.run_id}: {r.damage}" for r in runs if r.damage])

@@ -157,6 +157,12 @@ class ReportBuilder:
                 f"noisy ({len(noisy)} here); scaling efficiency above "
                 f"{SUPERLINEAR_EFFICIENCY:.0%} is marked suspicious.")
         blocks = [Paragraph(text)]
+        damaged = [r for r in self.runs if r.damage]
+        if damaged:
+            blocks.append(Paragraph(
+                f"{len(damaged)} recorded runs have a damaged run folder, so their logs and "
+                f"per-step charts are missing here (a sweep run again resumes them): "
+                + "; ".join(f"{r.result.run_id}: {r.damage}" for r in damaged) + "."))
         if not self.runs:
             blocks.append(Paragraph("No recorded runs match; run `harness run` or `harness sweep` first."))
         return Section("summary", "Summary", blocks)

@@ -7,7 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from harness.models import BenchmarkResult
-from harness.store import ResultStore
+from harness.store import ResultStore, run_folder_damage
 from harness.sweep.runner import read_sweep_marker
 
 PRECISION_ORDER = {"fp32": 0, "tf32": 1, "bf16": 2, "fp16": 3}
@@ -41,6 +41,8 @@ class ReportRun:
     run_dir: Path | None
     sweep: dict = field(default_factory=dict)
     attempts: int = 1  # recorded runs with this resolved-config hash
+    #: why its run folder no longer holds it (its log and per-step charts are then missing)
+    damage: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -136,7 +138,8 @@ def load_runs(root: Path, filters: ReportFilter | None = None) -> list[ReportRun
         run_dir = Path(folder) if folder else None
         marker = read_sweep_marker(run_dir)
         if _matches(result, marker, filters):
-            by_hash.setdefault(result.config_hash, []).append(ReportRun(result, run_dir, marker))
+            by_hash.setdefault(result.config_hash, []).append(
+                ReportRun(result, run_dir, marker, damage=run_folder_damage(result, run_dir)))
     chosen = []
     for runs in by_hash.values():
         runs.sort(key=lambda r: (r.ok, r.result.started_at), reverse=True)

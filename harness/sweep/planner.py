@@ -22,7 +22,7 @@ from harness.config_resolution import SWEEP_SOURCE
 from harness.dispatch import HookRouter
 from harness.errors import HarnessError, UnavailableError, UserInputError
 from harness.runner.pipeline import RunRequest, plan
-from harness.store import ResultStore
+from harness.store import ResultStore, run_folder_damage
 from harness.sweep.spec import SweepPoint
 
 if TYPE_CHECKING:
@@ -167,11 +167,20 @@ def _plan_point(harness: Harness, store: ResultStore, device_cache: _DeviceCache
     if reasons:
         return PlannedRun(index, point, "skipped", "; ".join(reasons), request, context,
                           repeat=repeat)
+    note = None
     if not options.rerun:
         recorded = [r for r in store.find_by_config_hash(context.config.config_hash)
                     if len(r.repeats) >= repeat]
         if recorded:
+            # a recorded run whose folder was deleted or whose result.json is damaged does not
+            # count: the point runs again (and the summary says why)
+            dirs = store.run_dirs()
+            damage = {r.run_id: run_folder_damage(r, dirs.get(r.run_id)) for r in recorded}
+            intact = [r for r in recorded if damage[r.run_id] is None]
+            if intact:
+                newest = max(intact, key=lambda r: r.started_at)
+                return PlannedRun(index, point, "done", f"already recorded as {newest.run_id}",
+                                  request, context, newest, repeat)
             newest = max(recorded, key=lambda r: r.started_at)
-            return PlannedRun(index, point, "done", f"already recorded as {newest.run_id}",
-                              request, context, newest, repeat)
-    return PlannedRun(index, point, "todo", None, request, context, repeat=repeat)
+            note = f"recorded as {newest.run_id}, but {damage[newest.run_id]}: running it again"
+    return PlannedRun(index, point, "todo", note, request, context, repeat=repeat)
