@@ -213,11 +213,6 @@ def resolve_config(
     except ValidationError as exc:
         key, message, value = first_validation_error(exc)
         raise UserInputError(f"invalid value for {key!r}: {message} (got {value!r})") from None
-    if run_settings.skip_steps >= run_settings.max_steps:  # FINAL_RESULT would be a warm-up figure
-        raise UserInputError(
-            f"skip_steps {run_settings.skip_steps} leaves no step to measure in max_steps "
-            f"{run_settings.max_steps}: skip_steps must be below max_steps (the steps after the "
-            f"warm-up are the measured ones)")
     return ResolvedConfig(
         case=case.name,
         model=case.model,

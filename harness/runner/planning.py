@@ -78,6 +78,12 @@ def plan(harness: Harness, request: RunRequest) -> RunContext:
     config = config.model_copy(update={"code": code_digests(harness, owners, vendor_config_path)})
     identity = slurm or job_identity(request.job_id, request.node_rank, config.settings.nnodes)
     job_id, node_rank = identity.job_id, identity.node_rank
+    settings = config.settings
+    if settings.skip_steps >= settings.max_steps:  # FINAL_RESULT would be a warm-up figure
+        raise UserInputError(
+            f"skip_steps {settings.skip_steps} leaves no step to measure in max_steps "
+            f"{settings.max_steps}: skip_steps must be below max_steps (the steps after the "
+            f"warm-up are the measured ones)")
     if config.settings.nnodes > 1:
         from harness.runner.job_link import check_multinode_ready
 

@@ -160,12 +160,6 @@ def unsupported_reason(context: RunContext) -> str | None:
     except HarnessError as exc:
         return str(exc)
     settings, params = context.config.settings, context.config.params
-    if context.case.model == "bert" and settings.max_steps <= settings.skip_steps:
-        # train_bert.py's own throughput (training_sequences_per_second, the result) times the
-        # steps after the warm-up: without one it would divide a step's samples by the whole run.
-        return (f"max_steps={settings.max_steps} leaves no step after the skip_steps="
-                f"{settings.skip_steps} warm-up steps, which the BERT throughput leaves out; "
-                f"run more than {settings.skip_steps} steps")
     if settings.precision == "fp8":
         if context.case.model != "gpt":
             return "fp8 training is implemented for the GPT cases only (torchao float8)"

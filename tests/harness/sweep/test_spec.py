@@ -172,7 +172,7 @@ def test_sweep_file_values_are_labelled_with_the_file_not_the_command_line(tmp_p
     path.write_text('[sweep]\ncase = "gpt3_125M:pytorch_2.11:cpu:1:2:1"\nscale = "smoke"\n'
                     'max_steps = 6\nset = {learning_rate = 0.002, recompute = "full"}\n'
                     '[matrix]\nbatch_size = [2]\nprecision = ["fp32"]\n')
-    assert main(["sweep", str(path), "--max-steps", "5", "--precision", "bf16", "--set", "seed=3",
+    assert main(["sweep", str(path), "--max-steps", "7", "--precision", "bf16", "--set", "seed=3",
                  "--dry-run", "--output", str(tmp_path / "results")]) == 0
     [point] = planned
     sources = point.context.config.sources
@@ -180,7 +180,7 @@ def test_sweep_file_values_are_labelled_with_the_file_not_the_command_line(tmp_p
                                           "nproc", "nnodes")} == dict.fromkeys(
         ("learning_rate", "recompute", "micro_batch_size", "nproc", "nnodes"), "sweep:explore.toml")
     assert (sources["max_steps"], sources["precision"], sources["seed"]) == ("cli", "cli", "cli")
-    assert point.context.config.settings.max_steps == 5
+    assert point.context.config.settings.max_steps == 7
     assert modified_keys(point.context.config) == ["learning_rate", "max_steps", "seed"]
 
     # A case string given on the command line: its layout is the command line's, not the file's.
@@ -193,6 +193,6 @@ def test_sweep_file_values_are_labelled_with_the_file_not_the_command_line(tmp_p
 
     # Without a file every value is the command line's.
     planned.clear()
-    assert main(["sweep", "--case", "gpt3_125M", "--scale", "smoke", "--max-steps", "4",
+    assert main(["sweep", "--case", "gpt3_125M", "--scale", "smoke", "--max-steps", "6",
                  "--dry-run", "--output", str(tmp_path / "results")]) == 0
     assert planned[0].context.config.sources["max_steps"] == "cli"

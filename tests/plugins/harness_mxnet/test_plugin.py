@@ -30,6 +30,7 @@ def test_multi_node_is_refused_before_launch(unsupported_reasons, monkeypatch):
     monkeypatch.setenv("MASTER_ADDR", "10.0.0.1")
     monkeypatch.setenv("HARNESS_JOB_ID", "job-7")
     monkeypatch.setenv("NODE_RANK", "0")
+    monkeypatch.setenv("HARNESS_JOB_SECRET", "s" * 32)
     [reason] = unsupported_reasons("mobilenet_v1", "mxnet", nproc=1, nnodes=2)
     assert reason.startswith("the MXNet plugin trains on one node")
 

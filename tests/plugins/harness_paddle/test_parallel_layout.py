@@ -60,7 +60,7 @@ def test_cli_refuses_hybrid_layout_on_cpu(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     code = main(["run", "--vendor", "cpu", "--case", "gpt3_125M", "--framework", "paddle",
                  "--scale", "smoke", "--nproc", "2", "--set", "tensor_parallel_degree=2",
-                 "--max-steps", "1"])
+                 "--max-steps", "6"])
     err = capsys.readouterr().err
     assert code == 2 and "need GPUs" in err and "Traceback" not in err
 
