@@ -35,7 +35,7 @@ def _secret(job: str) -> str:
     return hashlib.sha256(f"secret of {job}".encode()).hexdigest()
 
 
-def _node(tmp_path, rank: int, job: str, *extra: str, max_steps: int = 4) -> subprocess.Popen:
+def _node(tmp_path, rank: int, job: str, *extra: str, max_steps: int = 6) -> subprocess.Popen:
     env = {k: v for k, v in os.environ.items() if k not in ("MASTER_PORT", "SLURM_JOB_ID")}
     env.update(MASTER_ADDR="127.0.0.1", HARNESS_CACHE_DIR=str(tmp_path / "cache"),
                PYTHONUNBUFFERED="1", HARNESS_JOB_SECRET=_secret(job))
@@ -71,7 +71,7 @@ def test_two_concurrent_jobs_on_one_host_are_each_one_job(tmp_path):
     for job in jobs:
         result = _result(tmp_path, job)
         assert result["status"] == "success" and result["failure_reason"] is None
-        assert result["nnodes"] == 2 and result["steps_completed"] == 4 and result["job_id"] == job
+        assert result["nnodes"] == 2 and result["steps_completed"] == 6 and result["job_id"] == job
         node_dir = tmp_path / "node1" / f"{job}-{CASE_RUN}.node1"
         record = json.loads((node_dir / "node.json").read_text())
         assert record["status"] == "success" and record["job_run_id"] == result["run_id"]

@@ -30,7 +30,7 @@ def test_gpt_smoke_and_environment_reuse(harness_cli, tmp_path):
     assert result["steps_completed"] == 30 and result["loss_final"] < result["loss_first"] - 1.0
     # The second run of the case reuses the environment and says so, quickly.
     proc = harness_cli("run", "--vendor", "cpu", "--scale", "smoke", "--case", "gpt3_6.7B",
-                       "--framework", "paddle", "--max-steps", "3", "--json")
+                       "--framework", "paddle", "--max-steps", "6", "--json")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "reusing environment" in proc.stderr
     seconds = float(re.search(r"prepare_env took ([\d.]+) s", proc.stderr).group(1))
@@ -71,7 +71,7 @@ def test_bf16_grad_accumulation_and_recompute(harness_cli, tmp_path):
 
 def test_fp16_on_cpu_is_refused(harness_cli):
     proc = harness_cli("run", "--vendor", "cpu", "--scale", "smoke", "--case", "bert_base_seq128",
-                       "--framework", "paddle", "--precision", "fp16", "--max-steps", "2")
+                       "--framework", "paddle", "--precision", "fp16", "--max-steps", "6")
     # The cpu vendor's device backend declares no fp16: refused before launch, one line.
     assert proc.returncode == 2 and "vendor 'cpu' has no fp16" in proc.stderr
 
@@ -91,7 +91,7 @@ def test_gpt_two_nodes_on_localhost_are_one_job(framework_cache, tmp_path):
                HARNESS_JOB_SECRET=uuid.uuid4().hex)
     nodes = [subprocess.Popen(
         [sys.executable, "-m", "harness", "run", "--vendor", "cpu", "--scale", "smoke", "--case",
-         "gpt3_125M", "--framework", "paddle", "--nproc", "1", "--nnodes", "2", "--max-steps", "4",
+         "gpt3_125M", "--framework", "paddle", "--nproc", "1", "--nnodes", "2", "--max-steps", "6",
          "--job-id", job, "--node-rank", str(rank), "--output", str(tmp_path / f"node{rank}")],
         env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         for rank in (0, 1)]
@@ -99,7 +99,7 @@ def test_gpt_two_nodes_on_localhost_are_one_job(framework_cache, tmp_path):
     assert [node.returncode for node in nodes] == [0, 0], [o[-3000:] for o in outputs]
     run_dir = tmp_path / "node0" / f"{job}-gpt3_125M-paddle-cpu"
     result = json.loads((run_dir / "result.json").read_text())
-    assert result["status"] == "success" and result["nnodes"] == 2 and result["steps_completed"] == 4
+    assert result["status"] == "success" and result["nnodes"] == 2 and result["steps_completed"] == 6
     assert result["global_batch_size"] == 2 * result["micro_batch_size"]  # one rank per node
     assert result["loss_final"] < result["loss_first"]
     assert [(n["node_rank"], n["status"]) for n in result["nodes"]] == [(0, "success"), (1, "success")]
