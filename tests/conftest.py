@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -52,3 +53,27 @@ def cli_env(demo_plugin_site, tmp_path) -> dict[str, str]:
 def run_cli(args: list[str], env: dict[str, str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "harness", *args], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
+
+
+@contextmanager
+def small_tmpfs(folder: Path, size: str = "1m"):
+    """A real small file system (tmpfs) mounted at ``folder``: a full disk or temporary folder
+    for tests; skipped where this process may not mount one (not root)."""
+    folder.mkdir(exist_ok=True)
+    if os.geteuid() != 0:
+        pytest.skip("mounting a small tmpfs (a real full disk) needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
+@pytest.fixture
+def full_fs(tmp_path):
+    """A real 1 MiB tmpfs (see small_tmpfs)."""
+    with small_tmpfs(tmp_path / "small_fs") as mount:
+        yield mount

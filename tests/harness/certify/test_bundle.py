@@ -211,22 +211,13 @@ def test_a_decompression_bomb_is_refused_before_anything_is_unpacked(tmp_path, c
 
 
 def test_a_bundle_bigger_than_the_temporary_folder_says_it_is_full(tmp_path, capsys, monkeypatch):
-    import os
     import random
-    import subprocess
     import tempfile
 
     from harness.cli.main import main
+    from tests.conftest import small_tmpfs
 
-    small = tmp_path / "small_tmp"
-    small.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs (a real full temporary folder) needs root")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(small)],
-                             capture_output=True, text=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
-    try:
+    with small_tmpfs(tmp_path / "small_tmp") as small:
         noise = random.Random(7).randbytes(3 * 1024**2)  # incompressible: an honest 3 MiB bundle
         bundle = _archive(tmp_path / "big.tar.gz", {
             "certification.json": (2, b"{}"), "MANIFEST.sha256": (0, b"x"),
@@ -236,5 +227,3 @@ def test_a_bundle_bigger_than_the_temporary_folder_says_it_is_full(tmp_path, cap
         err = capsys.readouterr().err
         assert "the temporary folder" in err and "is full" in err and "not a readable" not in err
         assert len(err.strip().splitlines()) == 1
-    finally:
-        subprocess.run(["umount", "-l", str(small)], check=False)

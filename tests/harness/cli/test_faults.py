@@ -129,23 +129,6 @@ def test_results_show_matches_literally(cli_env, tmp_path):
 
 # --- a full file system: a small tmpfs mounted for the test (root only) -------------------
 
-@pytest.fixture
-def full_fs(tmp_path):
-    """A real 1 MiB tmpfs; skipped where this process may not mount one (not root)."""
-    mount = tmp_path / "small_fs"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs (a real full disk) needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
-
-
 def _fill(folder: Path) -> None:
     with open(folder / "filler", "wb") as handle:
         try:
