@@ -100,7 +100,7 @@ def test_gpt_two_nodes_on_localhost_are_one_job(framework_cache, tmp_path):
     run_dir = tmp_path / "node0" / f"{job}-gpt3_125M-paddle-cpu"
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "success" and result["nnodes"] == 2 and result["steps_completed"] == 6
-    assert result["global_batch_size"] == 2 * result["micro_batch_size"]  # one rank per node
+    assert result["global_batch_size"] == 2 * result["config"]["settings"]["micro_batch_size"]  # one rank per node
     assert result["loss_final"] < result["loss_first"]
     assert [(n["node_rank"], n["status"]) for n in result["nodes"]] == [(0, "success"), (1, "success")]
     launch_log = (run_dir / "train.log").read_text()
