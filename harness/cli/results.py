@@ -130,6 +130,35 @@ def show_command(
     typer.echo(result.model_dump_json(indent=2))
 
 
+@group.command("curves")
+def curves_command(
+    run_ids: Annotated[list[str], typer.Argument(help="Run ids or unique prefixes, one column each.")],
+    output: OutputOption = DEFAULT_OUTPUT,
+    curve: Annotated[str, typer.Option(help="Which curve: loss or learning_rate.")] = "loss",
+    every: Annotated[int, typer.Option(help="Show the first and last step and every N-th step.")] = 1,
+    markdown: Annotated[bool, typer.Option("--markdown", help="A Markdown table instead of tab-separated text.")] = False,
+) -> None:
+    """Print per-step curves (loss or learning rate) of one or more runs side by side, one row
+    per step.
+
+    [bold]harness results curves RUN1 RUN2 --every 10 --markdown[/bold]
+    """
+    from harness.curves import curve_table, describe, render
+    from harness.store import ResultStore
+
+    store = ResultStore(output)
+    results = []
+    for run_id in run_ids:
+        result = store.get(run_id)
+        if result is None:
+            raise UserInputError(f"no single run matches {run_id!r} in {output}; see `harness results list`")
+        results.append(result)
+    header, rows = curve_table(results, curve, every)
+    for result in results:
+        typer.echo(f"{'<!-- ' if markdown else '# '}{result.run_id}: {describe(result)}{' -->' if markdown else ''}")
+    typer.echo(render(header, rows, markdown))
+
+
 @group.command("export")
 def export_command(
     ctx: typer.Context,
