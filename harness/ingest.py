@@ -15,6 +15,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import UserInputError
+from harness.health import uniform_guess_loss
 from harness.logformat import LogFormat
 from harness.logparse.detect import detect_format
 from harness.logparse.metadata import Fact, facts_from_file_name
@@ -265,6 +266,7 @@ def _parse_readable(registry: Registry, request: ParseRequest, path: Path) -> Pa
         started_at=stamp, finished_at=stamp, log_file=str(path),
         peak_memory_bytes=log_peak_memory(streamed), notes=notes,
         precision=precision,
+        uniform_loss=uniform_guess_loss(case, config.params),
     )
     if result.throughput is not None and agg is not None:
         result.throughput = result.throughput.model_copy(update={

@@ -19,10 +19,12 @@ if TYPE_CHECKING:
 #: RunSettings fields of the window: step count, warm-up steps left out, seed.
 LOCKED_SETTINGS: frozenset[str] = frozenset({"max_steps", "skip_steps", "seed"})
 
-#: Case parameters of the learning-rate schedule (peak, floor, warm-up, decay length) and of
-#: the dataset (``num_samples``: how many synthetic samples the BERT and CNN datasets hold).
+#: Case parameters of the learning-rate schedule (peak, floor, warm-up, decay length, in steps
+#: or in tokens) and of the dataset (``num_samples``: how many synthetic samples the BERT and
+#: CNN datasets hold).
 LOCKED_PARAMS: frozenset[str] = frozenset({
-    "learning_rate", "min_learning_rate", "lr_warmup_steps", "lr_decay_steps", "num_samples",
+    "learning_rate", "min_learning_rate", "lr_warmup_steps", "lr_decay_steps",
+    "lr_warmup_tokens", "lr_decay_tokens", "num_samples",
 })
 
 LOCKED_KEYS: frozenset[str] = LOCKED_SETTINGS | LOCKED_PARAMS

@@ -14,6 +14,7 @@ from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from harness.config_resolution import CLI_SOURCE, SWEEP_SOURCE, set_by_user
+from harness.health import judge_health
 from harness.logparse.summary import LogReading
 from harness.measurement_window import locked_keys_touched
 from harness.models import BenchmarkResult, DeviceSet, ResolvedConfig
@@ -148,12 +149,15 @@ def build_result(
     modified: Sequence[str] = (),
     readback: dict[str, Any] | None = None,
     provenance: Provenance | None = None,
+    uniform_loss: float | None = None,
 ) -> BenchmarkResult:
     """The result of one run or one ingested log.
 
     ``precision`` defaults to the config's; an ingested log passes what it reported (the
     config holds only the precisions a run can train in). The batch size is the config's
     (``micro_batch_of``: 0 where an ingested log did not say).
+    ``uniform_loss`` is the case's uniform-guess loss (``harness.health.uniform_guess_loss``)
+    for the health verdict.
     """
     settings = config.settings
     batch = micro_batch_of(config)
@@ -189,6 +193,9 @@ def build_result(
         loss_final=summary.loss.last if summary else None,
         peak_memory_bytes=peak_memory_bytes,
         log_summary=_log_summary(reading, log_format, list(notes)),
+        health=judge_health(summary.loss.points if summary else [], skip_steps=settings.skip_steps,
+                            non_finite=summary.loss.non_finite if summary else 0,
+                            uniform_loss=uniform_loss),
         device_metrics=dict(device_metrics or {}),
         repeats=list(repeats),
         status=status,

@@ -24,6 +24,7 @@ from harness.certify.record import Certification, PointRecord, PointSummary
 from harness.certify.suite import BUILTIN_DIR, REPEATS_DEVIATION, Suite, parse_suite_text, repeats_deviation
 from harness import __version__
 from harness.errors import HarnessError
+from harness.health import judge_health, uniform_guess_loss
 from harness.logparse.summary import stream_log
 from harness.result_builder import repeat_figures
 from harness.results_io import LEGACY_DECIMALS
@@ -32,6 +33,7 @@ from harness.stats import mean
 from harness.readback import find_readback
 from harness.witness import logged_rate, logged_step_time, witness_problem
 from harness.models import BenchmarkResult, ResolvedConfig
+from harness.models.health import Health
 
 if TYPE_CHECKING:
     from harness.registry import Registry
@@ -47,6 +49,7 @@ class RunEvidence:
     config: ResolvedConfig | None = None  # config.json, validated
     final: float | None = None  # re-parsed FINAL_RESULT
     losses: list[tuple[int, float]] = field(default_factory=list)
+    health: Health | None = None  # judged again on the re-parsed losses
     problems: list[str] = field(default_factory=list)  # "path: why" figure mismatches
 
 
@@ -120,6 +123,9 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
         nonce = nonce_problem(log_path, result.repeats[0].data_nonce if result.repeats else None)
         if nonce:
             evidence.problems.append(f"{rel}/{result.log_file}: {nonce}")
+    evidence.health = judge_health(evidence.losses, skip_steps=result.config.settings.skip_steps,
+                                   non_finite=reading.summary.loss.non_finite,
+                                   uniform_loss=_uniform_loss(registry, result))
     claimed = result.throughput.value if result.throughput else None
     if result.status == "success" and evidence.final is not None:
         evidence.problems += [f"{rel}/result.json: {p}" for p in efficiency_problems(result, evidence.final)]
@@ -152,6 +158,29 @@ def nonce_problem(log_path: Path, data_nonce: int | None) -> str | None:
         return None
     return problem or (f"its read-back names data nonce {read}, the repeat was given {data_nonce}: "
                        "a log of another run")
+
+
+def _uniform_loss(registry: Registry, result: BenchmarkResult) -> float | None:
+    """The uniform-guess loss of the run's case, from the installed case catalog."""
+    try:
+        case = registry.cases.get(result.case)
+    except HarnessError:
+        return None
+    return uniform_guess_loss(case, result.config.params)
+
+
+def check_health(runs: list[RunEvidence], label: str) -> Check:
+    """Every run's training healthy, judged on its re-parsed loss curve (``harness/health.py``):
+    a point whose training diverged in any repeat is not certified."""
+    judged = [run for run in runs if run.health is not None]
+    sick = [run for run in judged if run.health.failed]
+    if sick:
+        return failed("health", "; ".join(f"{run.run_id}: unhealthy: {'; '.join(run.health.reasons)}"
+                                          for run in sick), label)
+    if not judged or all(run.health.status == "unjudged" for run in judged):
+        return failed("health", "no run logged a loss to judge its training by", label)
+    return passed("health", f"{len(judged)} runs healthy (finite, no spike above the first loss, "
+                            "below the uniform-guess loss after the first steps, falling)", label)
 
 
 def _builtin_framework(registry: Registry, framework: str) -> bool:
@@ -300,6 +329,7 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         loss_runs = [(i, run.losses) for i, run in enumerate(runs, 1)
                      if run.result is not None and run.result.status == "success"]
         checks.append(convergence.check_convergence(loss_runs, reference, label, describe))
+        checks.append(check_health(runs, label))
         summaries.append(_summary(record, runs, values, record.checkpoints or suite.checkpoints,
                                   record.checkpoint_window))
 

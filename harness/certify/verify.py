@@ -118,8 +118,11 @@ def _compare_claims(claimed: Certification, evaluation) -> list[str]:
     if claimed.passed != evaluation.passed:
         out.append(f"certification.json: claims {'pass' if claimed.passed else 'fail'}, "
                    f"recomputed {'pass' if evaluation.passed else 'fail'}")
-    mine = {(c.name, c.point): c.passed for c in evaluation.checks}
     theirs = {(c.name, c.point): c.passed for c in claimed.checks}
+    # A check harness added after the bundle was made (e.g. health) is not in its claim: it
+    # still decides the recomputed verdict, but its absence is no altered claim.
+    claimed_names = {name for name, _ in theirs}
+    mine = {(c.name, c.point): c.passed for c in evaluation.checks if c.name in claimed_names}
     for key in sorted(set(mine) | set(theirs), key=str):
         if mine.get(key) != theirs.get(key):
             out.append(f"certification.json: check {key[0]} [{key[1] or 'all'}] claimed "

@@ -12,6 +12,16 @@ def _mb(value: int | None) -> str:
     return f"{value / 2**20:,.1f} MiB" if value else "-"
 
 
+def health_text(health) -> str:
+    """The health verdict for the summary: unhealthy runs in red with every failed rule."""
+    if health.status == "unhealthy":
+        return "[red]unhealthy[/red]: " + escape("; ".join(health.reasons))
+    if health.status == "unjudged":
+        return "unjudged (no loss logged)"
+    judged = [c.name.replace("_", " ") for c in health.checks if c.passed]
+    return f"healthy ({', '.join(judged)})"
+
+
 def print_summary(report, console=None) -> None:
     console = console or make_console()
     r = report.result
@@ -56,6 +66,8 @@ def print_summary(report, console=None) -> None:
         table.add_row("repeats", finals)
     if r.loss_first is not None:
         table.add_row("loss", f"{r.loss_first:.4f} -> {r.loss_final:.4f}")
+    if r.health is not None:
+        table.add_row("health", health_text(r.health))
     table.add_row("peak memory", _mb(r.peak_memory_bytes))
     e = r.efficiency
     if e and e.mfu is not None:

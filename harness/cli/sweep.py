@@ -195,7 +195,8 @@ def summary_table(rows, title: str):
         if axes:
             case = f"{case} " + " ".join(axes)
         value = f"{row.value:,.1f}" if row.value is not None else "-"
-        note = "recorded before" if row.status == "done" else (row.reason or "")
+        note = (f"recorded before; {row.reason}" if row.reason else "recorded before") \
+            if row.status == "done" else (row.reason or "")
         style = styles.get(row.status, "red")
         table.add_row(
             str(row.planned.index), case, framework, layout,

@@ -32,11 +32,16 @@ class Curve:
     seen: int = 0
     first: float | None = None
     last: float | None = None
+    #: Values that were NaN or infinite, counted over every value (the thinned points may
+    #: not hold them).
+    non_finite: int = 0
 
     def add(self, step: int, value: float) -> None:
         if self.first is None:
             self.first = value
         self.last = value
+        if not math.isfinite(value):
+            self.non_finite += 1
         if self.seen % self.stride == 0:
             self.points.append((step, value))
             if len(self.points) >= CURVE_POINTS:

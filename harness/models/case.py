@@ -57,6 +57,13 @@ class CaseSpec(BaseModel):
                     "{'dropout': (0, 1)}; a numeric parameter not named here must be finite and "
                     "at least 0. Checked when the config is resolved, before launch.",
     )
+    uniform_loss_classes: tuple[Union[str, int], ...] = Field(
+        (), description="The class counts of the cross-entropy terms the logged loss adds up: "
+                        "parameter names or numbers, e.g. ('vocab_size',) for a language model, "
+                        "('vocab_size', 2) for BERT's masked-LM plus next-sentence loss. The "
+                        "uniform-guess loss, sum of their logarithms, is what the health check "
+                        "requires the loss to be below after the first steps; empty: that rule "
+                        "is not judged.")
     choices: dict[str, tuple[str, ...]] = Field(
         default_factory=dict,
         description="Allowed values of string parameters, e.g. {'recompute': ('none', "

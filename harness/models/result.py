@@ -10,13 +10,15 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from harness.models.config import ResolvedConfig
 from harness.models.device import DeviceSet
 from harness.models.efficiency import Efficiency
-from harness.witness import Witness
+from harness.models.health import Health
 from harness.models.memory import MemoryEstimate
 from harness.models.launch import DatasetInfo, RunStatus
+from harness.witness import Witness
 
 #: 2.0: ``micro_batch_size`` is stored once, in ``config.settings`` (the top-level copy of 1.x
 #: results is dropped when they are read; ``BenchmarkResult.micro_batch_size`` reads it).
-SCHEMA_VERSION = "2.0"
+#: 2.1 added ``health``.
+SCHEMA_VERSION = "2.1"
 
 #: ``config.sources["micro_batch_size"]`` of an ingested log that does not say its batch size
 #: (the config holds 1 in its place; ``BenchmarkResult.micro_batch_size`` is then 0).
@@ -236,6 +238,11 @@ class BenchmarkResult(BaseModel):
         None, description="MFU and energy per unit, computed from the model's FLOPs formula, "
                           "the vendor's peak table and the vendor's power readings.")
     log_summary: LogSummary | None = Field(None, description="Curves and facts read from the log.")
+    health: Health | None = Field(
+        None, description="Whether the training was healthy, judged on the loss curve "
+                          "(harness/health.py): finite, no spike above the first loss, below the "
+                          "uniform-guess loss after the first steps, falling over the window. "
+                          "None in results recorded before schema 1.1.")
     device_metrics: dict[str, Any] = Field(
         default_factory=dict, description="Vendor measurements: NVML peak memory, power, energy."
     )

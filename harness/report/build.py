@@ -17,6 +17,7 @@ from harness.report.noise import (
     repeat_values, run_noise,
 )
 from harness.report.svg import HLine, Series, Shade, line_chart
+from harness.health import unhealthy_note
 from harness.result_builder import modified_origins
 
 StepReader = Callable[[ReportRun], "list[StepRecord] | None"]
@@ -71,6 +72,11 @@ def scaling_efficiency(points: dict[int, float]) -> dict[int, float]:
     return {n: value / (points[base] * n / base) for n, value in points.items()}
 
 
+def unhealthy(result) -> bool:
+    """Whether the run's training failed the health check (``harness/health.py``)."""
+    return result.health is not None and result.health.failed
+
+
 def _value_cell(run: ReportRun | None, threshold: float) -> Cell:
     if run is None:
         return Cell("", numeric=True)
@@ -90,6 +96,9 @@ def _value_cell(run: ReportRun | None, threshold: float) -> Cell:
         badge = "modified"
         detail += "; modified: " + "; ".join(f"{', '.join(keys)} set {origin}"
                                              for keys, origin in modified_origins(run.result))
+    if unhealthy(run.result):  # the figure of a training that diverged
+        badge = "unhealthy"
+        detail += "; " + unhealthy_note(run.result.health)
     return Cell(fmt_value(run.value), numeric=True, badge=badge, title=detail)
 
 
@@ -462,7 +471,8 @@ class ReportBuilder:
                          Cell(column_label(r.precision, r.micro_batch_size)),
                          Cell(r.config_hash),
                          Cell(r.status + (f" (modified: {', '.join(r.modified)})" if r.modified else ""),
-                              badge=None if run.ok else "failed"),
+                              badge="failed" if not run.ok else "unhealthy" if unhealthy(r) else None,
+                              title="; ".join(r.health.reasons) if unhealthy(r) else None),
                          Cell(f"{dataset.kind}{' (synthesised)' if dataset.synthesized else ''}"
                               if dataset else "-"),
                          Cell(str(run.attempts), numeric=True)])

@@ -45,6 +45,7 @@ table.runs td:first-child, table.noise td:first-child, table.failures td:first-c
 .badge.modified { background: #e0e7ff; color: #3730a3; border: 1px solid #a5b4fc; }
 .badge.suspicious { background: #ede9fe; color: #5b21b6; border: 1px solid #c4b5fd; }
 .badge.regression { background: #fee2e2; color: #991b1b; border: 1px solid #fca5a5; }
+.badge.unhealthy { background: #ffedd5; color: #9a3412; border: 1px solid #fdba74; }
 .charts { display: flex; flex-wrap: wrap; gap: 14px; margin: 8px 0 12px; }
 figure { margin: 0; border: 1px solid var(--line); border-radius: 8px; padding: 6px; background: #fff; }
 figure svg { display: block; max-width: 100%; height: auto; }

@@ -16,6 +16,7 @@ from harness.models.result import NodeRecord, RepeatResult
 from harness.provenance import run_provenance
 from harness.result_builder import RUN_METHOD, FinalResult, build_result, modified_keys, repeat_figures
 from harness.results_io import write_run_files
+from harness.health import uniform_guess_loss
 from harness.runner.attempt import Attempt
 from harness.runner.request import RunReport, RunRequest, utcnow
 from harness.store import DamagedStoreError, ResultStore
@@ -51,6 +52,7 @@ def record_result(context: RunContext, request: RunRequest,
         peak_memory_bytes=attempt.peak_memory, devices=context.devices, dataset=attempt.dataset,
         repeats=repeats, device_metrics=attempt.extras, modified=modified_keys(context.config),
         readback=attempt.first_readback,
+        uniform_loss=uniform_guess_loss(context.case, context.config.params),
         provenance=run_provenance(attempt.router, attempt.scripts, context.vendor_config_path,
                                   attempt.launches)
         if attempt.router is not None else None,

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable
 
 from harness.errors import HarnessError, UnavailableError
+from harness.health import unhealthy_note
 from harness.results_io import atomic_write_text
 from harness.runner.observer import RunObserver
 from harness.runner.pipeline import execute, plan
@@ -62,7 +63,8 @@ class SweepSummary:
 
 def row_from_recorded(planned: PlannedRun) -> SweepRow:
     result = planned.recorded
-    return SweepRow(planned, "done", planned.reason, result.run_id if result else None,
+    note = unhealthy_note(result.health) if result else None
+    return SweepRow(planned, "done", planned.reason or note, result.run_id if result else None,
                     result.throughput.value if result and result.throughput else None,
                     result.throughput.unit if result and result.throughput else None)
 
@@ -176,6 +178,6 @@ def _run_one(harness: Harness, name, source, item: PlannedRun, total: int, progr
         progress.end_run()
     result = report.result
     write_sweep_marker(report.run_dir, name, source, item, total)
-    return SweepRow(item, result.status, result.failure_reason, result.run_id,
+    return SweepRow(item, result.status, result.failure_reason or unhealthy_note(result.health), result.run_id,
                     result.throughput.value if result.throughput else None,
                     result.throughput.unit if result.throughput else None)

@@ -55,6 +55,7 @@ def bert_base_seq128() -> CaseSpec:
         # No two frameworks draw the same dropout masks: the check compares the computation
         # without them (the rate itself is one parameter both scripts read).
         equivalence_settings={"dropout": 0.0},
+        uniform_loss_classes=("vocab_size", 2),  # masked-LM + next-sentence loss
         immutable=BERT_IMMUTABLE,
         vendor_overridable=BERT_VENDOR_OVERRIDABLE,
         ranges=CASE_RANGES,

@@ -59,6 +59,7 @@ def cnn_case(name: str) -> CaseSpec:
             "own statistics in every framework, so only the final running statistics (and an "
             "evaluation with them) differ",
         ),
+        uniform_loss_classes=("num_classes",),
         immutable=CNN_IMMUTABLE,
         vendor_overridable=CNN_VENDOR_OVERRIDABLE,
         ranges=CASE_RANGES,

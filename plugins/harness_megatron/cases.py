@@ -55,6 +55,7 @@ def matrix_case(case: MatrixCase) -> CaseSpec:
         },
         smoke={"num_layers": max(2, case.pp), "hidden_size": 128, "num_heads": 4, "seq_len": 256,
                "vocab_size": 2048, "max_steps": 12, "skip_steps": 4},
+        uniform_loss_classes=("vocab_size",),
         immutable=MATRIX_IMMUTABLE,
         vendor_overridable=MATRIX_VENDOR_OVERRIDABLE,
         # What train_megatron_gpt.py understands: full recompute or none, MEGATRON_ATTENTION.

@@ -29,7 +29,7 @@ import torch.nn.functional as F
 
 from device_backend import bound_collectives
 from gpt_knobs import with_knob_defaults
-from lr_schedule import lr_at
+from lr_schedule import lr_at, schedule_steps
 from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
@@ -351,6 +351,7 @@ def main() -> int:
             global_batch_size=global_batch, world_size=world, precision=precision,
             learning_rate=p["learning_rate"], min_learning_rate=p["min_learning_rate"],
             lr_warmup_steps=p["lr_warmup_steps"], lr_decay_steps=p["lr_decay_steps"],
+            lr_warmup_tokens=p.get("lr_warmup_tokens"), lr_decay_tokens=p.get("lr_decay_tokens"),
             tensor_parallel_degree=tp, pipeline_parallel_degree=pp, max_steps=s["max_steps"],
             seed=s["seed"], device_type=DEVICE_TYPE)
     if printer:
@@ -368,15 +369,17 @@ def main() -> int:
     flops_per_token = args.flops_per_token
 
     max_steps = s["max_steps"]
-    decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
+    warmup_steps, decay_steps = schedule_steps(p, global_batch * seq, max_steps)
+    if printer:
+        log(f"> learning rate: peak {p['learning_rate']:g}, linear warm-up over {warmup_steps} steps, "
+            f"cosine decay to {p['min_learning_rate']:g} at step {decay_steps}")
     consumed = nan_iters = skipped = 0
     model.train()
     profiler = StepProfiler(rank, DEVICE_TYPE, log)  # HARNESS_PROFILE_STEPS, diagnostics only
     for step in range(1, max_steps + 1):
         profiler.begin(step)
         started = time.perf_counter()
-        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
-                   floor=p["min_learning_rate"])
+        lr = lr_at(step, p["learning_rate"], warmup_steps, decay_steps, floor=p["min_learning_rate"])
         for group in optimizer.param_groups:
             group["lr"] = lr
         model.zero_grad_buffer()

@@ -16,7 +16,7 @@ import paddle
 
 from gpt_model import GPT
 from gpt_windows import GPTWindows
-from lr_schedule import lr_at
+from lr_schedule import lr_at, schedule_steps
 from model_flops import gpt_training_flops_per_token
 from equivalence import Equivalence
 import paddle_equivalence
@@ -65,6 +65,7 @@ def main() -> int:
             world_size=rt.world, precision=s["precision"], amp=level,
             learning_rate=p["learning_rate"], min_learning_rate=p["min_learning_rate"],
             lr_warmup_steps=p["lr_warmup_steps"], lr_decay_steps=p["lr_decay_steps"],
+            lr_warmup_tokens=p.get("lr_warmup_tokens"), lr_decay_tokens=p.get("lr_decay_tokens"),
             tensor_parallel_degree=layout["tensor_parallel_degree"],
             max_steps=s["max_steps"], seed=s["seed"], device_type=rt.device)
     flops_per_token = gpt_training_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
@@ -95,7 +96,7 @@ def main() -> int:
                           *((f"blocks.{i}", block) for i, block in enumerate(model.blocks)),
                           ("ln_f", model.ln_f)],
             lambda: model(inputs, targets))
-    decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
+    warmup_steps, decay_steps = schedule_steps(p, global_batch * p["seq_len"], max_steps)
     if rt.rank == 0:
         log(f"> GPT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {p['seq_len']}, vocab {p['vocab_size']}")
@@ -103,13 +104,14 @@ def main() -> int:
             f"(amp {level}), micro batch {mbs}, grad accum {accum}, global batch {global_batch}, "
             f"recompute {p['recompute']}, paddle {paddle.__version__}, "
             f"{flops_per_token:.3e} training FLOPs/token")
+        log(f"> learning rate: peak {p['learning_rate']:g}, linear warm-up over {warmup_steps} steps, "
+            f"cosine decay to {p['min_learning_rate']:g} at step {decay_steps}")
 
     model.train()
     meter = IntervalMeter(rt, p.get("log_interval", 1), max_steps)
     epoch = batch_index = 0
     for step in range(1, max_steps + 1):
-        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
-                   floor=p["min_learning_rate"])
+        lr = lr_at(step, p["learning_rate"], warmup_steps, decay_steps, floor=p["min_learning_rate"])
         optimizer.set_lr(lr)
         step_loss = 0.0
         for micro in range(accum):

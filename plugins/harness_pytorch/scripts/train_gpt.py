@@ -21,7 +21,7 @@ from gpt_dataset import GPTWindowDataset
 from torch_setup import finish_training, optimizer_step, run_and_exit, start_training
 from gpt_model import GPT, weight_gradient_fusion_unavailable
 from gpt_knobs import with_knob_defaults
-from lr_schedule import lr_at
+from lr_schedule import lr_at, schedule_steps
 from model_flops import gpt_training_flops_per_token
 from data_nonce import data_order_seed
 from readback import print_readback
@@ -149,7 +149,8 @@ def main() -> int:
             global_batch_size=s["micro_batch_size"] * s["grad_accum_steps"] * world,
             precision=precision, learning_rate=p["learning_rate"],
             min_learning_rate=p["min_learning_rate"], lr_warmup_steps=p["lr_warmup_steps"],
-            lr_decay_steps=p["lr_decay_steps"], max_steps=s["max_steps"], seed=s["seed"],
+            lr_decay_steps=p["lr_decay_steps"], lr_warmup_tokens=p.get("lr_warmup_tokens"),
+            lr_decay_tokens=p.get("lr_decay_tokens"), max_steps=s["max_steps"], seed=s["seed"],
             device_type=device.type)
     flops_per_token = gpt_training_flops_per_token(n_params, p["num_layers"], p["hidden_size"], p["seq_len"])
     # An optimizer that owns fp32 master copies of compute-dtype weights (master_weights.py):
@@ -239,7 +240,7 @@ def main() -> int:
                 if precision != "fp32" else nullcontext())
     scaler = torch.amp.GradScaler(device.type, enabled=precision == "fp16")
     max_steps, interval = s["max_steps"], max(1, int(p.get("log_interval", 1)))
-    decay_steps = int(p.get("lr_decay_steps") or 0) or max_steps
+    warmup_steps, decay_steps = schedule_steps(p, global_batch * p["seq_len"], max_steps)
     if rank == 0:
         log(f"> GPT: {n_params:,} parameters, {p['num_layers']} layers, hidden {p['hidden_size']}, "
             f"{p['num_heads']} heads, seq {p['seq_len']}, vocab {p['vocab_size']}")
@@ -251,6 +252,8 @@ def main() -> int:
             f"residual stream {precision if master_weights == 'optimizer' else 'fp32'}, "
             f"gradient accumulation fusion {'on' if fusion_off is None else f'off ({fusion_off})'}, "
             f"torch {torch.__version__}")
+        log(f"> learning rate: peak {p['learning_rate']:g}, linear warm-up over {warmup_steps} steps, "
+            f"cosine decay to {p['min_learning_rate']:g} at step {decay_steps}")
 
     train_model.train()
     consumed = 0
@@ -260,8 +263,7 @@ def main() -> int:
     profiler = StepProfiler(rank, device.type, log)
     for step in range(1, max_steps + 1):
         profiler.begin(step)
-        lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], decay_steps,
-                   floor=p["min_learning_rate"])
+        lr = lr_at(step, p["learning_rate"], warmup_steps, decay_steps, floor=p["min_learning_rate"])
         for group in optimizer.param_groups if optimizer is not None else ():
             group["lr"] = lr
         step_loss = torch.zeros((), device=device)

@@ -12,7 +12,8 @@ from harness.measurement_window import (
 
 def test_locked_keys_cover_window_schedule_data_and_seed():
     assert {"max_steps", "skip_steps", "seed", "learning_rate", "min_learning_rate",
-            "lr_warmup_steps", "lr_decay_steps", "num_samples"} == set(LOCKED_KEYS)
+            "lr_warmup_steps", "lr_decay_steps", "lr_warmup_tokens", "lr_decay_tokens",
+            "num_samples"} == set(LOCKED_KEYS)
 
 
 def test_locked_keys_touched_by_set_pairs():

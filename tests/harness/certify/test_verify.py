@@ -29,8 +29,25 @@ def test_the_recorded_bundle_verifies(capsys):
     code, out, _ = verify(capsys, BUNDLE, "--pubkey", PUBLIC_KEY)
     assert code == EXIT_VERIFIED, out
     assert "signed by the trusted key --pubkey" in out
-    for name in ("suite", "rules", "read_back", "repeats", "noise", "convergence", "system"):
+    for name in ("suite", "rules", "read_back", "repeats", "noise", "convergence", "health", "system"):
         assert f"pass {name}" in out
+
+
+def test_a_log_whose_loss_spikes_fails_the_health_check_even_when_re_signed(tmp_path, capsys):
+    """A run whose training diverged is not certified: one logged loss raised far above the
+    first (the throughput figures untouched), re-manifested and re-signed."""
+    import re
+
+    folder = unpack(tmp_path)
+    log = first_run(folder) / "train.log"
+    text = log.read_text()
+    line = next(x for x in text.splitlines() if re.search(r"iteration\s+8/", x))
+    spiked = re.sub(r"lm loss: \S+ ", "lm loss: 3.000000E+01 ", line)
+    log.write_text(text.replace(line, spiked))
+    forged = repack(folder, tmp_path / "spiked.tar.gz")
+    code, out, _ = verify(capsys, forged, "--pubkey", PUBLIC_KEY)
+    assert code == EXIT_CHECK_FAILED and "FAIL health" in out
+    assert "unhealthy: loss 30 at step 8 is above the first loss" in out
 
 
 def test_an_unknown_signer_and_a_stripped_signature_have_their_own_codes(tmp_path, capsys, monkeypatch):

@@ -181,3 +181,21 @@ def test_markdown_keeps_no_raw_html_or_markdown_from_names_labels_and_reasons(tm
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in md and "\\[click\\]" in md
     html = out.html.read_text()
     assert "<script" not in html and "<img" not in html
+
+
+def test_an_unhealthy_run_is_flagged_beside_its_figure_and_in_the_runs_table():
+    from harness.health import judge_health
+    from harness.report.data import ReportRun
+    from tests.harness.report.factory import make_result
+
+    sick, well = make_result("sick"), make_result("well", minutes=1, batch=16)
+    sick.health = judge_health([(1, 11.0), (2, 30.0), (3, 10.0), (4, 9.0), (5, 8.0)], skip_steps=1)
+    well.health = judge_health([(1, 11.0), (2, 10.0), (3, 9.5), (4, 9.0), (5, 8.0)], skip_steps=1)
+    doc = ReportBuilder([ReportRun(sick, None), ReportRun(well, None)]).build()
+    [speed] = _tables(doc, "speed")
+    cells = {c.badge: c for row in speed.rows for c in row if c.badge}
+    assert "unhealthy: loss 30 at step 2" in cells["unhealthy"].title
+    [runs] = _tables(doc, "runs")
+    status = {row[0].text: row[7] for row in runs.rows}
+    assert status["sick"].badge == "unhealthy" and "loss 30 at step 2" in status["sick"].title
+    assert status["well"].badge is None

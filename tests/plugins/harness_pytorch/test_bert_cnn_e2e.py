@@ -15,6 +15,7 @@ def test_mobilenet_v1_smoke(harness_cli, tmp_path):
     index = legacy_index(tmp_path, result)
     assert result["status"] == "success" and result["steps_completed"] == 30
     assert result["loss_final"] < result["loss_first"]
+    assert result["health"]["status"] == "healthy", result["health"]["reasons"]
     assert index["UNIT"] == "images/s" and index["model_name"] == "clas_mobilenet_v1_bs32_fp32"
 
 
@@ -23,6 +24,7 @@ def test_bert_smoke(harness_cli, tmp_path):
     result = smoke_result(harness_cli, "--case", "bert_base_seq128", "--framework", "pytorch")
     index = legacy_index(tmp_path, result)
     assert result["status"] == "success" and result["loss_final"] < result["loss_first"]
+    assert result["health"]["status"] == "healthy", result["health"]["reasons"]
     assert result["environment"]["packages"]["transformers"]
     assert index["UNIT"] == "sequences/s" and index["direction_id"] == 1
 

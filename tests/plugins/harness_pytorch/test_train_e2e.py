@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import socket
 
 import pytest
@@ -24,6 +25,11 @@ def test_smoke_run_trains_and_records_everything(cli_env, tmp_path):
     # nat in 30 steps (the synthetic tokens come from a stationary Zipfian Markov source whose
     # entropy, about 3 nats, is the floor a converged model approaches).
     assert result["loss_first"] > 7.0 and result["loss_final"] < result["loss_first"] - 1.0
+    # Healthy by every rule: finite, no spike, below ln(2048) after the 5 skipped steps, falling.
+    assert result["health"]["status"] == "healthy", result["health"]["reasons"]
+    assert {c["name"]: c["passed"] for c in result["health"]["checks"]} == {
+        "finite": True, "no_spike": True, "below_uniform": True, "falling": True}
+    assert result["health"]["uniform_loss"] == pytest.approx(math.log(2048))
     assert result["throughput"]["unit"] == "tokens/s" and result["throughput"]["value"] > 0
     assert result["step_time"]["n"] == 25  # 30 steps, the first 5 skipped
     assert result["peak_memory_bytes"] > 0
@@ -75,6 +81,21 @@ def test_optimizer_held_masters_data_parallel(cli_env, tmp_path):
     assert result["loss_final"] < result["loss_first"] - 0.5
     log = (tmp_path / "results" / result["run_id"] / "train.log").read_text()
     assert "data parallel, bf16 weights, fp32 master weights and AdamW states in device memory" in log
+
+
+def test_a_diverging_learning_rate_is_flagged_unhealthy(cli_env, tmp_path):
+    """A learning rate 3,000 times the smoke preset's: the loss shoots above ln(vocab) and
+    stays there. The run itself succeeds (every loss finite, every step timed); its health
+    says it diverged, in the result and in the summary."""
+    proc = run_cli(["run", "--vendor", "cpu", "--case", "gpt3_125M", "--scale", "smoke",
+                    "--max-steps", "12", "--set", "skip_steps=2", "--set", "learning_rate=10"],
+                   cli_env, tmp_path)
+    [run_dir] = (tmp_path / "results").glob("2*")
+    result = json.loads((run_dir / "result.json").read_text())
+    health = result["health"]
+    assert health["status"] == "unhealthy" and health["reasons"], health
+    assert {c["name"]: c["passed"] for c in health["checks"]}["below_uniform"] is False
+    assert "health" in proc.stdout and "unhealthy" in proc.stdout
 
 
 def test_nan_iterations_are_counted_per_iteration_and_fail_the_run(cli_env, tmp_path):

@@ -1,0 +1,47 @@
+"""Whether a run's training was healthy: the verdict of ``harness.health`` on its loss curve."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HealthStatus = Literal["healthy", "unhealthy", "unjudged"]
+CheckName = Literal["finite", "no_spike", "below_uniform", "falling"]
+
+
+class HealthCheck(BaseModel):
+    """One rule of the health check and what it found."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: CheckName
+    passed: bool | None = Field(description="True or False; None when the rule could not be judged.")
+    detail: str = Field(description="What was compared, or why the rule was not judged.")
+
+
+class Health(BaseModel):
+    """The health verdict of a run's loss curve (rules in ``harness/health.py``).
+
+    ``unhealthy`` when any rule failed (``reasons`` lists them), ``healthy`` when none failed
+    and at least one was judged, ``unjudged`` when the log gave no loss to judge.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: HealthStatus
+    reasons: list[str] = Field(default_factory=list, description="The failed rules' details.")
+    checks: list[HealthCheck] = Field(default_factory=list)
+    first_steps: int = Field(
+        description="Steps 1..first_steps are the first steps, which the below-uniform rule "
+                    "excuses and the falling rule leaves out: the run's skip_steps, at least 1.")
+    noise: float | None = Field(
+        None, description="Median absolute change between successive losses after the first "
+                          "steps: records count as above a level only beyond 4 noises.")
+    uniform_loss: float | None = Field(
+        None, description="The loss of a uniform guess over the case's classes (ln of the "
+                          "vocabulary for a language model); None when the case declares none.")
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "unhealthy"

@@ -1,0 +1,151 @@
+"""The health rules on loss curves (harness/health.py), one failure at a time."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.health import SPIKE_TOLERANCE, judge_health, loss_noise, unhealthy_note, uniform_guess_loss
+from harness.models import CaseSpec
+
+LN_VOCAB = math.log(50304)
+
+
+def curve(*losses: float, start: int = 1) -> list[tuple[int, float]]:
+    return [(start + i, loss) for i, loss in enumerate(losses)]
+
+
+def checks(health) -> dict[str, bool | None]:
+    return {check.name: check.passed for check in health.checks}
+
+
+def falling_curve(n: int = 30, first: float = 10.9) -> list[tuple[int, float]]:
+    return curve(*(first - 0.05 * i for i in range(n)))
+
+
+def test_a_falling_curve_below_the_uniform_loss_is_healthy():
+    health = judge_health(falling_curve(), skip_steps=5, uniform_loss=LN_VOCAB)
+    assert health.status == "healthy" and health.reasons == []
+    assert checks(health) == {"finite": True, "no_spike": True, "below_uniform": True, "falling": True}
+    assert health.first_steps == 5 and health.uniform_loss == LN_VOCAB
+
+
+def test_the_first_steps_may_start_above_the_uniform_loss():
+    # At initialisation the loss is ln(V) + var(logits)/2 (std 0.02 init, width 4096: 11.65).
+    health = judge_health(curve(11.65, 11.2, 10.9, 10.85, 10.7, 10.6, 10.5, 10.4, 10.3), skip_steps=4,
+                          uniform_loss=LN_VOCAB)
+    assert health.status == "healthy"
+
+
+def test_a_loss_above_the_uniform_loss_after_the_first_steps_fails():
+    # A smooth curve (noise 0.1) that climbs back above ln(V) at step 6.
+    losses = [11.0, 10.9, 10.8, 10.7, 10.6, 11.3, 10.5, 10.4, 10.3, 10.2]
+    health = judge_health(curve(*losses), skip_steps=2, uniform_loss=LN_VOCAB)
+    assert health.status == "unhealthy" and checks(health)["below_uniform"] is False
+    assert health.noise == pytest.approx(0.1)
+    assert health.reasons[-1] == (f"1 loss after the first 2 steps above the uniform-guess loss {LN_VOCAB:.4g} "
+                                  "by more than 0.4 (highest 11.3 at step 6)")
+
+
+def test_the_gpu_curves_before_the_schedule_fix_are_unhealthy():
+    # gpt3_6.7B offloaded on one H100 (benchmarks/results/h100/...-92d0), skip_steps 2.
+    h100 = judge_health(curve(11.68, 32.49, 19.28, 12.45, 12.11, 11.76), skip_steps=2, uniform_loss=LN_VOCAB)
+    assert h100.status == "unhealthy"
+    assert checks(h100) == {"finite": True, "no_spike": False, "below_uniform": False, "falling": True}
+    assert "loss 32.49 at step 2 is above the first loss 11.68 (step 1)" in h100.reasons[0]
+    # gpt3_1.3B in GPU memory (h200/...-f1a0), skip_steps 3: the jump at step 2, then recovery.
+    h200 = judge_health(curve(11.29, 16.97, 11.3, 11.07, 10.75, 10.48, 11.32, 10.8, 10.07, 9.97),
+                        skip_steps=3, uniform_loss=LN_VOCAB)
+    assert h200.status == "unhealthy" and checks(h200)["no_spike"] is False
+    assert checks(h200)["falling"] is True
+
+
+def test_noise_within_the_tolerance_is_no_spike():
+    first = 7.65
+    health = judge_health(curve(first, first * (1 + SPIKE_TOLERANCE / 2), 7.4, 7.3, 7.2, 7.1, 7.0, 6.9),
+                          skip_steps=1, uniform_loss=math.log(2048))
+    assert checks(health)["no_spike"] is True
+
+
+def test_non_finite_losses_fail_even_when_thinned_out_of_the_curve():
+    health = judge_health(falling_curve(), skip_steps=5, non_finite=3, uniform_loss=LN_VOCAB)
+    assert health.status == "unhealthy" and health.reasons == ["3 logged losses are NaN or infinite"]
+    nan = judge_health(curve(11.0, float("nan"), 10.0, 9.0, 8.0, 7.0, 6.0), skip_steps=1)
+    assert checks(nan)["finite"] is False and checks(nan)["falling"] is True
+
+
+def test_a_flat_or_rising_window_is_not_falling():
+    flat = judge_health(curve(11.0, *[10.0] * 12), skip_steps=1, uniform_loss=LN_VOCAB)
+    assert checks(flat)["falling"] is False
+    assert "mean of its last quarter 10, of its first 10 (steps 2-4 against 11-13)" in flat.reasons[0]
+
+
+def test_quarter_means_let_one_noisy_record_decide_nothing():
+    losses = [11.0, 10.0, 9.9, 9.8, 9.7, 9.6, 9.5, 9.4, 9.3, 9.95]  # the last record jumps back
+    assert checks(judge_health(curve(*losses), skip_steps=1))["falling"] is True
+
+
+def test_rules_without_data_are_not_judged():
+    short = judge_health(curve(11.0, 10.5, 10.2), skip_steps=1, uniform_loss=LN_VOCAB)
+    assert checks(short)["falling"] is None and short.status == "healthy"
+    no_classes = judge_health(falling_curve(), skip_steps=5)
+    assert checks(no_classes)["below_uniform"] is None and no_classes.status == "healthy"
+    empty = judge_health([], skip_steps=5, uniform_loss=LN_VOCAB)
+    assert empty.status == "unjudged" and empty.checks == []
+    # skip_steps 0: the first step is still a first step.
+    assert judge_health(falling_curve(), skip_steps=0).first_steps == 1
+
+
+def test_records_every_n_steps_count_by_iteration():
+    # A log line every 10 iterations: records at steps 10, 20, ...; skip_steps 15 leaves
+    # steps 20.. in the window.
+    records = [(10 * (i + 1), 10.0 - 0.1 * i) for i in range(8)]
+    health = judge_health(records, skip_steps=15, uniform_loss=LN_VOCAB)
+    assert "steps 20-30 against 70-80" in health.checks[3].detail
+
+
+def case(classes) -> CaseSpec:
+    return CaseSpec(name="c", model="gpt", dataset="d", unit="tokens/s", mission_name="m",
+                    direction_id=1, legacy_prefix="nlp", params={"vocab_size": 50304},
+                    uniform_loss_classes=classes)
+
+
+def test_uniform_guess_loss_adds_the_logs_of_the_declared_classes():
+    assert uniform_guess_loss(case(("vocab_size",)), {"vocab_size": 2048}) == pytest.approx(math.log(2048))
+    assert uniform_guess_loss(case(("vocab_size",)), {}) == pytest.approx(LN_VOCAB)  # the case default
+    assert uniform_guess_loss(case(("vocab_size", 2)), {}) == pytest.approx(LN_VOCAB + math.log(2))
+    assert uniform_guess_loss(case(()), {"vocab_size": 2048}) is None
+    assert uniform_guess_loss(case(("missing",)), {}) is None
+    assert uniform_guess_loss(case(("vocab_size",)), {"vocab_size": "big"}) is None
+
+
+def test_the_builtin_cases_declare_their_classes():
+    from harness.plugin_manager import make_plugin_manager
+    from harness.registry import Registry
+
+    cases = Registry.from_plugins(make_plugin_manager(load_entrypoints=False)).cases
+    expected = {"gpt3_1.3B": ("vocab_size",), "gpt3_6.7B": ("vocab_size",),
+                "bert_base_seq128": ("vocab_size", 2), "resnet50": ("num_classes",),
+                "mobilenet_v1": ("num_classes",), "DP_8x1x1_16_1536x16": ("vocab_size",)}
+    for name, classes in expected.items():
+        assert cases.get(name).uniform_loss_classes == classes, name
+    assert uniform_guess_loss(cases.get("resnet50"), {}) == pytest.approx(math.log(1000))
+
+
+def test_noise_is_the_median_successive_change():
+    assert loss_noise([10.0, 9.0, 9.5, 9.4]) == pytest.approx(0.5)  # changes 1.0, 0.5, 0.1
+    assert loss_noise([10.0, 9.0]) == 0.0  # one change is the trend as much as the scatter
+    # Noisy small-batch curves (a ResNet-50 smoke run scatters by 0.25 around 2.5 with 10
+    # classes) may lie above the uniform loss by chance; 4 noises absorb it.
+    noisy = curve(2.96, 2.54, 2.55, 2.90, 3.14, 2.95, 2.93, 2.40, 3.09, 2.15, 2.07, 2.70, 1.93, 2.44,
+                  1.70, 1.25, 1.14, 1.59, 1.64, 1.34, 0.89, 0.74, 0.82, 0.84, 1.05, 0.91, 0.76, 0.87, 0.59, 0.58)
+    health = judge_health(noisy, skip_steps=5, uniform_loss=math.log(10))
+    assert health.status == "healthy" and health.noise == pytest.approx(0.2445, abs=1e-3)
+
+
+def test_the_unhealthy_note_lists_the_reasons():
+    sick = judge_health(curve(11.0, 30.0, 10.0, 9.0, 8.0, 7.0), skip_steps=1)
+    assert unhealthy_note(sick).startswith("unhealthy: loss 30 at step 2")
+    assert unhealthy_note(judge_health(falling_curve(), skip_steps=5)) is None
+    assert unhealthy_note(None) is None
