@@ -66,18 +66,17 @@ def main() -> int:
     parser.add_argument("--gpus", default="h100,h200", help="folders of benchmarks/results/")
     parser.add_argument("--markdown", action="store_true", help="a Markdown table")
     args = parser.parse_args()
+    from harness.app import Harness
     from harness.certify.suite import load_suite, plan_points
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
 
-    pm = make_plugin_manager(load_entrypoints=False)
-    registry = Registry.from_plugins(pm)
+    harness = Harness.load(load_entrypoints=False)
+    registry = harness.registry
     header = ["suite", "point", "GPU", "steps", "step s", "run", "x repeats", "+ reference", "measured run"]
     rows, totals, missing = [], {}, []
     for gpu in [g.strip() for g in args.gpus.split(",") if g.strip()]:
         results = load_results(gpu)
         for name in SUITES:
-            suite = load_suite(name, registry, pm)
+            suite = load_suite(name, harness)
             for point in plan_points(suite, registry, device_count=1):
                 case = registry.cases.get(point.case)
                 steps = int(point.settings.get("max_steps") or case.settings["max_steps"])

@@ -47,11 +47,9 @@ _LOSS = re.compile(r"iteration\s+(\d+)/\s*\d+ \|.*?lm loss: (\S+) \|.*?grad norm
 
 def cpu_backend() -> dict:
     """The cpu vendor's device backend, as harness writes it into a resolved config."""
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
 
-    registry = Registry.from_plugins(make_plugin_manager(load_entrypoints=False))
-    return registry.vendors.get("cpu").backend.model_dump(mode="json")
+    return Harness.load(load_entrypoints=False).registry.vendors.get("cpu").backend.model_dump(mode="json")
 
 
 def gpt_params(args) -> dict:

@@ -12,7 +12,8 @@ iterations give one record per N steps. Definitions:
 - **noise**: the median absolute change between successive records of the window, the
   batch-to-batch scatter of the loss (small batches of a small data set scatter by a tenth
   of the loss; 100k-token GPT batches by a few thousandths). A record counts as above a
-  level only when it exceeds it by more than ``NOISE_MULTIPLE`` times the noise.
+  level only when it exceeds it by more than ``NOISE_MULTIPLE`` times the noise, and never
+  by more than ``MAX_NOISE_SHARE`` of the level (an explosive climb has large changes too).
 - ``no_spike``: no record after the first exceeds the first record's loss by more than
   ``SPIKE_TOLERANCE`` of it or ``NOISE_MULTIPLE`` noises, whichever is larger. Training
   that starts healthily only goes down from its initial loss, warm-up included; a loss
@@ -47,6 +48,9 @@ SPIKE_TOLERANCE = 0.02
 #: them is 3.8 s: in a window of 100 records one lies that far above by chance with
 #: probability 0.7%.
 NOISE_MULTIPLE = 4.0
+#: The most the noise may excuse, as a share of the level compared against: a curve that
+#: climbs explosively has large successive changes too, and no scatter is half the loss.
+MAX_NOISE_SHARE = 0.5
 #: Fewest records in the window for the falling rule: a quarter of four is one record each.
 MIN_FALLING_RECORDS = 4
 
@@ -108,7 +112,7 @@ def _no_spike(finite: list[tuple[int, float]], noise: float) -> HealthCheck:
         return HealthCheck(name="no_spike", passed=None, detail="fewer than 2 finite losses logged")
     (first_step, first), rest = finite[0], finite[1:]
     step, worst = max(rest, key=lambda record: record[1])
-    allowance = max(abs(first) * SPIKE_TOLERANCE, NOISE_MULTIPLE * noise)
+    allowance = max(abs(first) * SPIKE_TOLERANCE, min(NOISE_MULTIPLE * noise, abs(first) * MAX_NOISE_SHARE))
     if worst > first + allowance:
         return HealthCheck(name="no_spike", passed=False,
                            detail=f"loss {worst:.4g} at step {step} is above the first loss "
@@ -126,7 +130,7 @@ def _below_uniform(window: list[tuple[int, float]], uniform: float | None, first
     if not window:
         return HealthCheck(name="below_uniform", passed=None,
                            detail=f"no finite loss logged after the first {first_steps} steps")
-    allowance = NOISE_MULTIPLE * noise
+    allowance = min(NOISE_MULTIPLE * noise, abs(uniform) * MAX_NOISE_SHARE)
     by = f" by more than {allowance:.3g}" if allowance else ""
     above = [(step, loss) for step, loss in window if loss > uniform + allowance]
     if above:

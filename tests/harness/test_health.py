@@ -121,10 +121,9 @@ def test_uniform_guess_loss_adds_the_logs_of_the_declared_classes():
 
 
 def test_the_builtin_cases_declare_their_classes():
-    from harness.plugin_manager import make_plugin_manager
-    from harness.registry import Registry
+    from harness.app import Harness
 
-    cases = Registry.from_plugins(make_plugin_manager(load_entrypoints=False)).cases
+    cases = Harness.load(load_entrypoints=False).registry.cases
     expected = {"gpt3_1.3B": ("vocab_size",), "gpt3_6.7B": ("vocab_size",),
                 "bert_base_seq128": ("vocab_size", 2), "resnet50": ("num_classes",),
                 "mobilenet_v1": ("num_classes",), "DP_8x1x1_16_1536x16": ("vocab_size",)}
@@ -149,3 +148,9 @@ def test_the_unhealthy_note_lists_the_reasons():
     assert unhealthy_note(sick).startswith("unhealthy: loss 30 at step 2")
     assert unhealthy_note(judge_health(falling_curve(), skip_steps=5)) is None
     assert unhealthy_note(None) is None
+
+
+def test_an_explosive_climb_is_no_noise():
+    # gpt3_125M smoke at learning rate 10: each change is thousands, the median change too.
+    health = judge_health(curve(7.65, 627.4, 2262.9, 4527.1, 5985.6), skip_steps=1, uniform_loss=math.log(2048))
+    assert checks(health)["no_spike"] is False and checks(health)["below_uniform"] is False
