@@ -5,8 +5,8 @@ from __future__ import annotations
 from pydantic import BaseModel, Field
 
 #: The named checks, in report order.
-CHECK_NAMES = ("suite", "rules", "read_back", "repeats", "noise", "convergence", "health", "equivalence",
-               "system", "integrity")
+CHECK_NAMES = ("suite", "rules", "read_back", "repeats", "noise", "convergence", "health",
+               "equivalence", "system", "integrity")
 
 
 class Check(BaseModel):

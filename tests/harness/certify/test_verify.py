@@ -35,7 +35,8 @@ def test_the_recorded_bundle_verifies(capsys):
 
 def test_a_log_whose_loss_spikes_fails_the_health_check_even_when_re_signed(tmp_path, capsys):
     """A run whose training diverged is not certified: one logged loss raised far above the
-    first (the throughput figures untouched), re-manifested and re-signed."""
+    first (the throughput figures untouched), re-manifested and re-signed. The witness catches
+    the edit; the health check, judged on the re-parsed log, fails the point as well."""
     import re
 
     folder = unpack(tmp_path)
@@ -46,8 +47,9 @@ def test_a_log_whose_loss_spikes_fails_the_health_check_even_when_re_signed(tmp_
     log.write_text(text.replace(line, spiked))
     forged = repack(folder, tmp_path / "spiked.tar.gz")
     code, out, _ = verify(capsys, forged, "--pubkey", PUBLIC_KEY)
-    assert code == EXIT_CHECK_FAILED and "FAIL health" in out
+    assert code == EXIT_TAMPERED and "FAIL health" in out
     assert "unhealthy: loss 30 at step 8 is above the first loss" in out
+    assert "check health [gpt3_125M-pytorch-1x1] claimed True, recomputed False" in out
 
 
 def test_an_unknown_signer_and_a_stripped_signature_have_their_own_codes(tmp_path, capsys, monkeypatch):
