@@ -23,7 +23,10 @@ def curve(result: BenchmarkResult, name: str) -> dict[int, float]:
     if name not in CURVES:
         raise UserInputError(f"unknown curve {name!r}; valid: {', '.join(CURVES)}")
     summary = result.log_summary
-    return dict(getattr(summary, CURVES[name])) if summary is not None else {}
+    if summary is None:
+        return {}
+    # A non-finite loss is stored as null: shown as nan, not as a step without a value.
+    return {step: math.nan if value is None else value for step, value in getattr(summary, CURVES[name])}
 
 
 def shown_steps(steps: set[int], every: int) -> list[int]:

@@ -108,7 +108,8 @@ class LogSummary(BaseModel):
     first_step: int | None = None
     last_step: int | None = None
     framework_reported: float | None = Field(None, description="Final figure the framework printed.")
-    loss_curve: list[tuple[int, float]] = Field(default_factory=list, description="(step, loss) pairs.")
+    loss_curve: list[tuple[int, float | None]] = Field(
+        default_factory=list, description="(step, loss) pairs; a NaN or infinite loss is null.")
     learning_rate_curve: list[tuple[int, float]] = Field(default_factory=list)
     meta: dict[str, Any] = Field(default_factory=dict, description="Batch size, GPU count, ... from the log.")
     notes: list[str] = Field(default_factory=list)

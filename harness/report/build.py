@@ -372,7 +372,7 @@ class ReportBuilder:
                 chart_id=chart_id), caption=f"run {r.run_id} (first repeat's log)", kind="steps"))
             loss = [(float(s.step), s.loss) for s in steps or [] if s.loss is not None]
             if not loss and r.log_summary is not None:
-                loss = [(float(step), value) for step, value in r.log_summary.loss_curve]
+                loss = [(float(step), value) for step, value in r.log_summary.loss_curve if value is not None]
             if loss:
                 loss_id = f"loss-{slug(r.run_id)}"
                 section.blocks.append(Chart(loss_id, f"Loss: {name}", line_chart(

@@ -65,3 +65,13 @@ def test_cli_prints_the_curves_of_recorded_runs(tmp_path, capsys):
     assert lines[-3:] == ["| 1 | 10.9000 | 10.9000 |", "| 10 | 10.0000 | 10.0000 |", "| 20 | 9.0000 | 9.0000 |"]
     assert main(["results", "curves", "nope", "--output", str(root)]) == 2
     assert "no single run matches 'nope'" in capsys.readouterr().err
+
+
+def test_a_non_finite_loss_reads_back_and_shows_as_nan():
+    from harness.models import BenchmarkResult
+
+    result = with_curves("nan-run", {1: 7.6, 2: float("nan"), 3: float("inf")})
+    again = BenchmarkResult.model_validate_json(result.model_dump_json())  # stored as null
+    assert again.log_summary.loss_curve == [(1, 7.6), (2, None), (3, None)]
+    _, rows = curve_table([again], "loss")
+    assert [row[1] for row in rows] == ["7.6000", "nan", "nan"]
