@@ -22,6 +22,8 @@
 # each run's result.json: log_summary.loss_curve and log_summary.learning_rate_curve
 # ([step, value] pairs), and the run's health verdict in health (status and reasons).
 # The run ids are in RESULTS_DIR/loss_curves_phase<N>.ids. Logs: RESULTS_DIR/<run id>/train.log.
+# For BENCHMARKS.md: copy the result.json files under benchmarks/results/<gpu>/ and name them
+# in a `kind = "curves"` table of benchmarks/tables.toml, then run `harness benchmarks`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-results/loss_curves}
@@ -80,7 +82,7 @@ for phase in $PHASES; do
   case $phase in
     1)
       run 0 gpt3_1.3B_bf16 --case gpt3_1.3B
-      run 1 gpt3_1.3B_bf16_offload --case gpt3_1.3B --set offload=cpu
+      run 1 gpt3_1.3B_bf16_offload --case gpt3_1.3B --set offload=cpu --set grad_accum_steps=4
       finish 1 gpt3_1.3B_bf16 gpt3_1.3B_bf16_offload || failed=1
       ;;
     2)

@@ -3,14 +3,16 @@
 A tables file (TOML, e.g. ``benchmarks/tables.toml``) names, per topic, the result files its
 rows come from, relative to the tables file's folder, and the published figures ("anchors")
 they are set against; everything in a row is read from its result, nothing is typed in. A
-field an older result lacks is shown as "-". Three kinds of table:
+field an older result lacks is shown as "-". Four kinds of table:
 
 - ``runs``: ``result.json`` files of ``harness run``, one row each: case, framework, device,
   precision, layout, throughput, MFU, memory, date, harness commit, run id and the
   ``harness run`` command that resolves to the same config; optionally the same case through
   another framework side by side, and an anchor, each with its ratio;
 - ``parse``: JSON of ``benchmarks/bench_parse_stream.py --json-out``;
-- ``overhead``: JSON of ``benchmarks/bench_overhead.py --json``.
+- ``overhead``: JSON of ``benchmarks/bench_overhead.py --json``;
+- ``curves``: ``result.json`` files side by side by step, their loss curves (every
+  ``every``-th step, first and last), each run named with its device, command and health.
 """
 
 from __future__ import annotations
@@ -60,11 +62,12 @@ class TableSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     topic: str
-    kind: Literal["runs", "parse", "overhead"] = "runs"
+    kind: Literal["runs", "parse", "overhead", "curves"] = "runs"
     method: str = ""
     caveats: str = ""
     side_by_side: str = Field("side by side", description="Header of the side-by-side column.")
     latency: bool = Field(False, description="Show the median iteration time (ms).")
+    every: int = Field(10, ge=1, description="curves: show the first and last step and every N-th.")
     rows: list[RowSpec] = Field(alias="row")
 
 
@@ -303,6 +306,19 @@ def _overhead_table(table: TableSpec, folder: Path) -> list[str]:
     return lines
 
 
+def _curves_table(table: TableSpec, folder: Path) -> list[str]:
+    from harness.curves import curve_table
+
+    results = [_read_result(folder, row.result) for row in table.rows]
+    header, rows = curve_table(results, "loss", table.every)
+    legend = [f"- `{r.run_id}`: {device_text(r)}, `{command_text(r)}`; health: "
+              f"{r.health.status if r.health else DASH}"
+              + (f" ({'; '.join(r.health.reasons)})" if r.health and r.health.reasons else "")
+              for r in results]
+    lines = legend + ["", "| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    return lines + ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+
+
 def render(spec_path: Path) -> str:
     """The Markdown of every table of ``spec_path``, deterministic for the same files."""
     spec = load_spec(spec_path)
@@ -311,7 +327,7 @@ def render(spec_path: Path) -> str:
     if spec.intro.strip():
         out += [spec.intro.strip(), ""]
     builders = {"runs": lambda t: _runs_table(spec, t, folder), "parse": lambda t: _parse_table(t, folder),
-                "overhead": lambda t: _overhead_table(t, folder)}
+                "overhead": lambda t: _overhead_table(t, folder), "curves": lambda t: _curves_table(t, folder)}
     for table in spec.tables:
         out += [f"## {table.topic}", ""]
         if table.method.strip():

@@ -69,3 +69,22 @@ def test_cli_check_and_write(tmp_path, capsys):
     assert main(["benchmarks", str(TABLES), "--to", str(out), "--check"]) == 0
     assert main(["benchmarks", str(tmp_path / "missing.toml"), "--to", str(out)]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_a_curves_table_puts_the_loss_curves_side_by_side(tmp_path):
+    import shutil
+
+    names = ["h200/20261126-173443-gpt3_1.3B-pytorch-nvidia-f1a0.result.json",
+             "h200/20261126-173545-gpt3_1.3B-megatron-nvidia-0c88.result.json"]
+    for name in names:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(RESULTS / name, tmp_path / name)
+    spec = tmp_path / "tables.toml"
+    spec.write_text('[[table]]\ntopic = "Loss curves"\nkind = "curves"\nevery = 5\n'
+                    + "".join(f'[[table.row]]\nresult = "{name}"\n' for name in names))
+    text = render(spec)
+    assert "## Loss curves" in text and "health: -" in text  # recorded before results had it
+    lines = text.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("| step |"))
+    assert lines[header + 2] == "| 1 | 11.2865 | 11.2150 |"  # step 1 of each run
+    assert [line.split(" | ")[0] for line in lines[header + 2:]] == ["| 1", "| 5", "| 10"]
