@@ -33,11 +33,11 @@ class Health(BaseModel):
     reasons: list[str] = Field(default_factory=list, description="The failed rules' details.")
     checks: list[HealthCheck] = Field(default_factory=list)
     first_steps: int = Field(
-        description="Steps 1..first_steps are the first steps, which the below-uniform rule "
-                    "excuses and the falling rule leaves out: the run's skip_steps, at least 1.")
+        description="Steps 1..first_steps are the first steps, which the below-uniform and "
+                    "falling rules leave out: the run's skip_steps, at least 1.")
     noise: float | None = Field(
         None, description="Median absolute change between successive losses after the first "
-                          "steps: records count as above a level only beyond 4 noises.")
+                          "steps: a record is a spike only beyond 4 noises above the first loss.")
     uniform_loss: float | None = Field(
         None, description="The loss of a uniform guess over the case's classes (ln of the "
                           "vocabulary for a language model); None when the case declares none.")

@@ -38,14 +38,20 @@ def test_the_first_steps_may_start_above_the_uniform_loss():
     assert health.status == "healthy"
 
 
-def test_a_loss_above_the_uniform_loss_after_the_first_steps_fails():
-    # A smooth curve (noise 0.1) that climbs back above ln(V) at step 6.
-    losses = [11.0, 10.9, 10.8, 10.7, 10.6, 11.3, 10.5, 10.4, 10.3, 10.2]
+def test_a_window_that_ends_above_the_uniform_loss_fails():
+    # Falling, without a spike, but still above ln(V) at the end of the window.
+    losses = [11.5, 11.4, 11.3, 11.2, 11.1, 11.0, 10.95, 10.9]
     health = judge_health(curve(*losses), skip_steps=2, uniform_loss=LN_VOCAB)
-    assert health.status == "unhealthy" and checks(health)["below_uniform"] is False
-    assert health.noise == pytest.approx(0.1)
-    assert health.reasons[-1] == (f"1 loss after the first 2 steps above the uniform-guess loss {LN_VOCAB:.4g} "
-                                  "by more than 0.4 (highest 11.3 at step 6)")
+    assert health.status == "unhealthy"
+    assert checks(health) == {"finite": True, "no_spike": True, "below_uniform": False, "falling": True}
+    assert health.reasons == [f"mean loss of the window's last quarter 10.93 (steps 7-8) is above the "
+                              f"uniform-guess loss {LN_VOCAB:.4g}"]
+
+
+def test_a_window_may_pass_through_the_uniform_loss_on_its_way_down():
+    # A large GPT starts above ln(V) and, under a long warm-up, comes down through it.
+    losses = [11.65, 11.6, 11.5, 11.3, 11.1, 10.9, 10.7, 10.5, 10.3, 10.1, 9.9, 9.7]
+    assert judge_health(curve(*losses), skip_steps=2, uniform_loss=LN_VOCAB).status == "healthy"
 
 
 def test_the_gpu_curves_before_the_schedule_fix_are_unhealthy():
@@ -135,8 +141,8 @@ def test_the_builtin_cases_declare_their_classes():
 def test_noise_is_the_median_successive_change():
     assert loss_noise([10.0, 9.0, 9.5, 9.4]) == pytest.approx(0.5)  # changes 1.0, 0.5, 0.1
     assert loss_noise([10.0, 9.0]) == 0.0  # one change is the trend as much as the scatter
-    # Noisy small-batch curves (a ResNet-50 smoke run scatters by 0.25 around 2.5 with 10
-    # classes) may lie above the uniform loss by chance; 4 noises absorb it.
+    # A noisy small-batch curve: a ResNet-50 smoke run scatters by 0.25 around 2.5 with 10
+    # classes, 3.14 at step 5 after 2.96 at step 1 is within 4 noises.
     noisy = curve(2.96, 2.54, 2.55, 2.90, 3.14, 2.95, 2.93, 2.40, 3.09, 2.15, 2.07, 2.70, 1.93, 2.44,
                   1.70, 1.25, 1.14, 1.59, 1.64, 1.34, 0.89, 0.74, 0.82, 0.84, 1.05, 0.91, 0.76, 0.87, 0.59, 0.58)
     health = judge_health(noisy, skip_steps=5, uniform_loss=math.log(10))
