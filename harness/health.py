@@ -125,6 +125,15 @@ def _no_spike(finite: list[tuple[int, float]], noise: float) -> HealthCheck:
                               f"by more than {allowance:.3g} (highest {worst:.4g}, step {step})")
 
 
+def quarter_means(window: list[tuple[int, float]]) -> tuple[tuple[float, str], tuple[float, str]]:
+    """(mean, "steps a-b") of the window's first and last quarter, ``ceil(n/4)`` records each
+    (the window holds at least one record)."""
+    quarter = math.ceil(len(window) / 4)
+    first, last = window[:quarter], window[-quarter:]
+    return ((sum(loss for _, loss in first) / quarter, f"steps {first[0][0]}-{first[-1][0]}"),
+            (sum(loss for _, loss in last) / quarter, f"steps {last[0][0]}-{last[-1][0]}"))
+
+
 def _below_uniform(window: list[tuple[int, float]], uniform: float | None, first_steps: int) -> HealthCheck:
     if uniform is None:
         return HealthCheck(name="below_uniform", passed=None,
@@ -132,9 +141,7 @@ def _below_uniform(window: list[tuple[int, float]], uniform: float | None, first
     if not window:
         return HealthCheck(name="below_uniform", passed=None,
                            detail=f"no finite loss logged after the first {first_steps} steps")
-    quarter = math.ceil(len(window) / 4)
-    late = sum(loss for _, loss in window[-quarter:]) / quarter
-    span = f"steps {window[-quarter][0]}-{window[-1][0]}"
+    (_, _), (late, span) = quarter_means(window)
     if late > uniform:
         return HealthCheck(name="below_uniform", passed=False,
                            detail=f"mean loss of the window's last quarter {late:.4g} ({span}) is above "
@@ -150,10 +157,8 @@ def _falling(window: list[tuple[int, float]], first_steps: int) -> HealthCheck:
         return HealthCheck(name="falling", passed=None,
                            detail=f"{n} finite loss record{'s' if n != 1 else ''} after the first "
                                   f"{first_steps} steps; the rule needs {MIN_FALLING_RECORDS}")
-    quarter = math.ceil(n / 4)
-    early = sum(loss for _, loss in window[:quarter]) / quarter
-    late = sum(loss for _, loss in window[-quarter:]) / quarter
-    span = f"steps {window[0][0]}-{window[quarter - 1][0]} against {window[-quarter][0]}-{window[-1][0]}"
+    (early, early_span), (late, late_span) = quarter_means(window)
+    span = f"{early_span} against {late_span.removeprefix('steps ')}"
     if late < early:
         return HealthCheck(name="falling", passed=True,
                            detail=f"mean loss of the window's last quarter {late:.4g} below its first "
