@@ -81,7 +81,7 @@ def _run_logged(argv: list[str], install_log: Path, what: str,
             raise UserInputError(
                 f"the wheelhouse {wheelhouse} has no wheel for {missing}; add it there (pip "
                 f"download --only-binary=:all: -d DIR '{missing}' on a connected machine, see "
-                "docs/air-gapped.md)")
+                "docs/airgapped.md)")
         tail = "\n  ".join(output.splitlines()[-TAIL_LINES:])
         raise UnavailableError(
             f"{what} failed (exit {proc.returncode}); the installer's last lines:\n  {tail}\n"

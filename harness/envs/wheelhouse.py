@@ -35,7 +35,7 @@ def wheelhouse_from(option: Path | None) -> Path | None:
     if not folder.is_dir():
         source = "--wheelhouse" if option is not None else ENV_VAR
         raise UserInputError(f"{source} {raw}: no such folder; give a folder of wheels made with "
-                             "pip download (see docs/air-gapped.md)")
+                             "pip download (see docs/airgapped.md)")
     return folder
 
 
