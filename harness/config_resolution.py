@@ -13,6 +13,7 @@ from harness.errors import HarnessError, UserInputError, did_you_mean, first_val
 from harness.measurement_window import LOCKED_KEYS, locked_keys_touched
 from harness.models import CaseSpec, ResolvedConfig, RunSettings
 from harness.models.case import ParamValue
+from harness.models.config import VENDOR_SETTINGS
 
 if TYPE_CHECKING:
     from harness.models.vendor_config import VendorCaseConfig
@@ -35,6 +36,12 @@ def parse_set_pairs(pairs: list[str]) -> dict[str, str]:
             raise UserInputError(f"--set expects key=value, got {pair!r}")
         result[key.strip()] = value.strip()
     return result
+
+
+def vendor_settable(case: CaseSpec) -> frozenset[str]:
+    """What a vendor config may set for ``case``: the tuning knobs the case lets vendors
+    override, and the settings of the software every vendor chooses for its devices."""
+    return frozenset(case.vendor_overridable) | VENDOR_SETTINGS
 
 
 def set_by_user(source: str) -> bool:
@@ -171,24 +178,23 @@ def resolve_config(
     if vendor_config is not None:
         where = vendor_config.path or vendor_config.name
         unknown = sorted(set(vendor_config.values) - valid_keys)
+        settable = vendor_settable(case)
         if unknown:  # most likely misspelt: suggest among the keys a vendor may set
             raise HarnessError(
                 f"vendor config {where}: unknown key {unknown[0]!r} for case {case.name!r}. "
-                + did_you_mean(unknown[0], case.vendor_overridable or valid_keys)
+                + did_you_mean(unknown[0], settable if case.vendor_overridable else valid_keys)
             )
         locked = locked_keys_touched(vendor_config.values)
         if locked:  # whatever the case allows: the figure's window is the case's, not the vendor's
             raise UserInputError(
                 f"vendor config {where} sets {', '.join(locked)}, part of the measurement window "
-                f"no vendor may change (allowed: "
-                f"{', '.join(sorted(case.vendor_overridable - LOCKED_KEYS))})"
+                f"no vendor may change (allowed: {', '.join(sorted(settable - LOCKED_KEYS))})"
             )
-        not_allowed = sorted(set(vendor_config.values) - case.vendor_overridable)
+        not_allowed = sorted(set(vendor_config.values) - settable)
         if not_allowed:
             raise HarnessError(
                 f"vendor config {where} sets {', '.join(not_allowed)}, which case "
-                f"{case.name!r} does not let vendors override "
-                f"(allowed: {', '.join(sorted(case.vendor_overridable))})"
+                f"{case.name!r} does not let vendors override (allowed: {', '.join(sorted(settable))})"
             )
         check_vendor_value_types(case, vendor_config)
         apply(vendor_config.values, f"vendor:{vendor_config.name}", check_immutable=False)

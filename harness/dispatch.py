@@ -147,9 +147,13 @@ class HookRouter:
     # ----------------------------------------------------------------- workflow hooks
 
     def prepare_env(self, context: RunContext) -> ExecutionEnv:
-        return self._caller("prepare_env", {self.framework_owner(context.framework)})(
+        from harness.envs.prepare import check_framework_requirement
+
+        env = self._caller("prepare_env", {self.framework_owner(context.framework)})(
             context=context
         )
+        check_framework_requirement(context, env)
+        return env
 
     def prepare_data(self, context: RunContext) -> DatasetInfo:
         dataset = self._caller("prepare_data", self.case_owners(context.case, "dataset"))(context=context)

@@ -62,4 +62,6 @@ def environment_fingerprint(env: ExecutionEnv | None) -> EnvironmentFingerprint:
         cpu=cpu_model(),
         packages=packages,
         isolated_env=bool(env and env.isolated),
+        requirements=list(env.requirements) if env else [],
+        wheelhouse=env.wheelhouse if env else None,
     )

@@ -77,3 +77,50 @@ def full_fs(tmp_path):
     """A real 1 MiB tmpfs (see small_tmpfs)."""
     with small_tmpfs(tmp_path / "small_fs") as mount:
         yield mount
+
+
+# Offline builds (tests of harness.envs and of the commands that build environments): two
+# tiny pure-Python wheels, one depending on the other, so that the offline resolver must find
+# the dependency in the folder too.
+WHEELHOUSE_APP = "python-dateutil==2.9.0.post0"
+WHEELHOUSE_WHEELS = (WHEELHOUSE_APP, "six==1.16.0")
+#: Nowhere: with the network shut, every index and proxy points at a closed local port.
+DEAD_ADDRESS = "http://127.0.0.1:9"
+
+
+@pytest.fixture(scope="session")
+def wheelhouse(tmp_path_factory) -> Path:
+    """A folder of WHEELHOUSE_WHEELS, downloaded once per test session."""
+    folder = tmp_path_factory.mktemp("wheelhouse")
+    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                           "--only-binary=:all:", "--dest", str(folder), *WHEELHOUSE_WHEELS],
+                          capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        pytest.skip(f"the package registry is unreachable, so no wheelhouse could be made: "
+                    f"{proc.stderr.strip().splitlines()[-1:]}")
+    return folder
+
+
+def shut_network(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for an installer that sees no index and no configured find-links: anything not
+    in a wheelhouse would have to come from a dead address."""
+    shut = {name: value for name, value in env.items()
+            if not name.startswith(("PIP_", "UV_")) and not name.lower().endswith("_proxy")}
+    shut.update({
+        "PIP_CONFIG_FILE": os.devnull,  # no site pip.conf (its find-links and indexes)
+        "PIP_INDEX_URL": f"{DEAD_ADDRESS}/simple", "PIP_RETRIES": "0",
+        "UV_INDEX_URL": f"{DEAD_ADDRESS}/simple", "UV_HTTP_RETRIES": "0",
+        "UV_NO_CACHE": "1",  # nothing from earlier online installs
+        "HTTP_PROXY": DEAD_ADDRESS, "HTTPS_PROXY": DEAD_ADDRESS, "ALL_PROXY": DEAD_ADDRESS,
+    })
+    return shut
+
+
+@pytest.fixture
+def network_shut(monkeypatch):
+    """This process's environment as :func:`shut_network` makes it."""
+    shut = shut_network(dict(os.environ))
+    for name in set(os.environ) - set(shut):
+        monkeypatch.delenv(name)
+    for name, value in shut.items():
+        monkeypatch.setenv(name, value)

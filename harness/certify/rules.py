@@ -2,7 +2,8 @@
 
 The suite fixes the reference config of each point (case defaults, the scale preset, the
 suite's own settings). A certified run may differ from it only in keys the case lets
-vendors tune (``CaseSpec.vendor_overridable``) and never in the measurement window
+vendors tune (``CaseSpec.vendor_overridable``, and the framework build every vendor chooses,
+``framework_requirement``) and never in the measurement window
 (``harness.measurement_window``). The same function judges a config before it runs and
 again, from the bundle, when it is verified.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from harness.certify.checks import Check, failed, passed
-from harness.config_resolution import resolve_config
+from harness.config_resolution import resolve_config, vendor_settable
 from harness.errors import UserInputError
 from harness.measurement_window import LOCKED_KEYS, locked_differences, locked_keys_touched
 from harness.models import ResolvedConfig
@@ -45,7 +46,7 @@ def refuse_set_pairs(pairs: dict[str, str], cases: list[CaseSpec]) -> None:
 
 
 def tunable_keys(case: CaseSpec) -> frozenset[str]:
-    return frozenset(case.vendor_overridable) - LOCKED_KEYS
+    return vendor_settable(case) - LOCKED_KEYS
 
 
 def reference_config(case: CaseSpec, point: PlannedPoint, vendor: str, scale: str) -> ResolvedConfig:

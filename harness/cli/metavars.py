@@ -46,7 +46,7 @@ def readable_metavar(param) -> str | None:
     if name in BY_NAME:
         return BY_NAME[name]
     if "path" in text:
-        return "DIR" if name in ("output", "data_dir") or name.endswith("_dir") else "PATH"
+        return "DIR" if name in ("output", "data_dir", "wheelhouse") or name.endswith("_dir") else "PATH"
     if "int" in text:
         return "N"
     if "float" in text:

@@ -43,6 +43,11 @@ SetOption = Annotated[Optional[list[str]], typer.Option(
     "--set", help="Override any setting or hyper-parameter (of every run of a sweep): --set key=value "
          "(repeatable).")]
 ShowLogOption = Annotated[bool, typer.Option(help="Echo the training log while it runs.")]
+# Options of every command that may build an isolated environment (run, sweep, env build).
+WheelhouseOption = Annotated[Optional[Path], typer.Option(
+    help="Build isolated environments offline from this folder of wheels only (pip download "
+         "-d DIR ...); default: $HARNESS_WHEELHOUSE, else the package indexes. See "
+         "docs/airgapped.md.")]
 
 # The results folder, under one name (--output, alias --results) in every command.
 OutputOption = Annotated[Path, typer.Option(

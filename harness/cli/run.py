@@ -9,7 +9,7 @@ import typer
 from harness.cli.state import app_state
 from harness.cli.options import (DEFAULT_OUTPUT, DataDirOption, EnvChoice, EnvOption,
                                  LauncherChoice, OutputOption, PrecisionChoice, RunModeChoice, ScaleChoice, SetOption,
-                                 ShowLogOption)
+                                 ShowLogOption, WheelhouseOption)
 
 EXIT_FAILED, EXIT_INTERRUPTED = 1, 130
 
@@ -51,6 +51,7 @@ def run_command(
     output: OutputOption = DEFAULT_OUTPUT,
     data_dir: DataDirOption = None,
     env: EnvOption = EnvChoice.auto,
+    wheelhouse: WheelhouseOption = None,
     hardware_config: Annotated[Optional[str], typer.Option(
         help="Vendor per-case config by name, e.g. config_TP1PP1SH2SP8A10080Gx1x8.")] = None,
     show_log: ShowLogOption = False,
@@ -66,7 +67,7 @@ def run_command(
         run_mode=run_mode.value if run_mode else None, nproc=nproc, nnodes=nnodes,
         micro_batch_size=micro_batch_size, precision=precision.value if precision else None,
         max_steps=max_steps, set_pairs=list(set_ or []), repeat=repeat, output=output,
-        data_dir=data_dir, env_mode=env.value, hardware_config=hardware_config,
+        data_dir=data_dir, env_mode=env.value, wheelhouse=wheelhouse, hardware_config=hardware_config,
         job_id=job_id, node_rank=node_rank, launcher=launcher.value,
     )
     harness = app_state(ctx).harness()

@@ -9,7 +9,8 @@ import typer
 
 from harness.cli.state import app_state
 from harness.cli.options import (DEFAULT_OUTPUT, PRECISIONS, DataDirOption, EnvChoice, EnvOption,
-                                 OutputOption, ScaleChoice, SetOption, ShowLogOption, split_list)
+                                 OutputOption, ScaleChoice, SetOption, ShowLogOption, WheelhouseOption,
+                                 split_list)
 from harness.errors import UserInputError, did_you_mean
 
 HELP = """Run a matrix of benchmark runs, one after another.
@@ -61,6 +62,7 @@ def sweep_command(
     set_: SetOption = None,
     output: OutputOption = DEFAULT_OUTPUT,
     data_dir: DataDirOption = None,
+    wheelhouse: WheelhouseOption = None,
     env: EnvOption = EnvChoice.auto,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Show the matrix, what would be skipped and why, and stop.")] = False,
@@ -70,6 +72,7 @@ def sweep_command(
 ) -> None:
     from harness.cli.console import make_console
     from harness.config_resolution import parse_set_pairs
+    from harness.envs.wheelhouse import wheelhouse_from
     from harness.sweep.planner import SweepOptions, plan_sweep
     from harness.sweep.spec import SweepSpec, apply_cli_axes, load_sweep_file, set_values
 
@@ -116,6 +119,7 @@ def sweep_command(
     out = make_console()
     options = SweepOptions(
         output=output, data_dir=data_dir, env_mode=env.value, rerun=rerun,
+        wheelhouse=wheelhouse_from(wheelhouse),  # a missing folder stops the sweep, not each run
         sweep_file=file.name if file else None,
         cli_fields=frozenset({axis for axis, values in axes.items() if values}
                              | (set(overrides) - {"set"})),

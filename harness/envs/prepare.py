@@ -42,6 +42,19 @@ def vendor_env_spec(specs: dict[str, EnvSpec], vendor: str, framework: str) -> E
         ) from None
 
 
+def check_framework_requirement(context: RunContext, env: ExecutionEnv) -> None:
+    """A run's ``framework_requirement`` must be what its environment was built from: a
+    plugin that runs in an interpreter it did not build cannot honour it, and saying so
+    beats a result that names a framework build it never ran."""
+    requirement = context.config.settings.framework_requirement
+    if requirement and requirement not in env.requirements:
+        raise UnavailableError(
+            f"framework_requirement {requirement!r} needs an isolated environment built from it, "
+            f"but the {context.framework} plugin runs in the {env.description or 'interpreter'} "
+            f"({env.python}); install {requirement} there and leave framework_requirement unset"
+        )
+
+
 def current_env(context: RunContext, framework_package: str, key_packages: tuple[str, ...] = ()
                 ) -> ExecutionEnv:
     """The running interpreter, which must already have the framework (``--env current``)."""
@@ -65,15 +78,24 @@ def current_env(context: RunContext, framework_package: str, key_packages: tuple
                         description="current interpreter")
 
 
-def isolated_env(context: RunContext, spec: EnvSpec, framework_package: str,
+def isolated_env(context: RunContext, spec: EnvSpec,
                  variables: dict[str, str] | None = None) -> ExecutionEnv:
-    """Build or reuse the virtual environment of ``spec`` under ``<cache>/envs``."""
+    """Build or reuse the virtual environment of ``spec`` under ``<cache>/envs``: with the
+    run's ``framework_requirement`` in place of the spec's framework where it sets one, and
+    offline from the run's wheelhouse where it has one."""
+    from packaging.utils import canonicalize_name
+
+    requirement = context.config.settings.framework_requirement
+    if requirement:
+        spec = spec.with_framework(requirement)
     log = _logger(context.run_dir)
     started = time.monotonic()
-    folder, record, reused = ensure_environment(spec, default_envs_root(context.cache_dir), log)
+    folder, record, reused = ensure_environment(spec, default_envs_root(context.cache_dir), log,
+                                                context.wheelhouse)
     elapsed = time.monotonic() - started
     log(f"prepare_env took {elapsed:.2f} s")
-    version = record.packages.get(framework_package.lower())
+    version = next((v for name, v in record.packages.items()
+                    if canonicalize_name(name) == spec.framework_distribution), None)
     return ExecutionEnv(
         python=str(record.python_in(folder)),
         env=dict(variables or {}),
@@ -82,6 +104,8 @@ def isolated_env(context: RunContext, spec: EnvSpec, framework_package: str,
         isolated=True,
         # The environment's own Python too: it may differ from the one running harness.
         packages={"python": record.python_version, **record.packages},
+        requirements=list(record.requirements),
+        wheelhouse=record.wheelhouse,
         description=(f"{'reused' if reused else 'built'} isolated environment {folder.name} "
                      f"in {elapsed:.2f} s"),
     )

@@ -22,7 +22,9 @@ class EnvSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str = Field(description="Human label, e.g. paddle-cpu; part of the folder name.")
-    requirements: tuple[str, ...] = Field(description="pip requirement strings, e.g. numpy<1.24.")
+    requirements: tuple[str, ...] = Field(
+        description="pip requirement strings, e.g. numpy<1.24. The first is the framework's "
+                    "own (the one a run's framework_requirement replaces).", min_length=1)
     index_urls: tuple[str, ...] = Field(
         default=(), description="Extra package indexes (e.g. a vendor's GPU wheel index)."
     )
@@ -40,6 +42,18 @@ class EnvSpec(BaseModel):
     def for_python(cls, version: str, **fields) -> "EnvSpec":
         """A spec built on Python ``version`` (e.g. ``3.11``) whatever runs harness."""
         return cls(python=version, python_version=version, **fields)
+
+    @property
+    def framework_distribution(self) -> str:
+        """The normalized name of the framework's distribution (``paddlepaddle-gpu``)."""
+        from packaging.requirements import Requirement
+        from packaging.utils import canonicalize_name
+
+        return canonicalize_name(Requirement(self.requirements[0]).name)
+
+    def with_framework(self, requirement: str) -> "EnvSpec":
+        """This spec with ``requirement`` installed in place of the framework's own."""
+        return self.model_copy(update={"requirements": (requirement, *self.requirements[1:])})
 
     def key(self) -> str:
         """Hash of what determines the environment's content (not where it lives)."""

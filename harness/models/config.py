@@ -6,7 +6,7 @@ import hashlib
 import json
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
 
 from harness.models.case import ParamValue
 from harness.models.device import DeviceBackend
@@ -21,6 +21,22 @@ Precision = Literal["fp32", "fp16", "bf16", "fp8"]
 Scale = Literal["full", "smoke"]
 #: sp: one process; mp: several (any world size above 1).
 RunMode = Literal["sp", "mp"]
+#: Settings of the software a run executes in rather than of its work: every vendor config may
+#: set them for every case (a vendor picks the framework build for its devices).
+VENDOR_SETTINGS: frozenset[str] = frozenset({"framework_requirement"})
+
+
+def pip_requirement(text: str) -> str:
+    """``text`` as a pip (PEP 508) requirement in its normal spelling (``a==1`` for
+    ``a == 1``); ValueError with a one-line reason and an example otherwise."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return str(Requirement(text.strip()))
+    except InvalidRequirement as exc:
+        reason = str(exc).splitlines()[0]  # the rest draws a caret under the text
+        raise ValueError(f"not a pip requirement ({reason}); expected e.g. "
+                         "paddlepaddle-gpu==2.6.2") from None
 
 
 #: Upper bound of batch sizes, accumulation steps, processes and nodes (2**20): far above any
@@ -61,6 +77,17 @@ class RunSettings(BaseModel):
                                  "multi-node job fails, and how long a rank waits in one "
                                  "collective (the PyTorch and Megatron process groups' timeout).",
     )
+    framework_requirement: str | None = Field(
+        None, description="The framework to install into the run's isolated environment, as a "
+                          "pip requirement (paddlepaddle-gpu==2.6.2) in place of the framework "
+                          "plugin's own for the vendor; None (or empty) keeps the plugin's. Part "
+                          "of the environment's cache key and of the config hash.",
+    )
+
+    @field_validator("framework_requirement")
+    @classmethod
+    def _framework_requirement(cls, value: str | None) -> str | None:
+        return pip_requirement(value) if value and value.strip() else None
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -152,15 +179,16 @@ class ResolvedConfig(BaseModel):
     @property
     def config_hash(self) -> str:
         """sha256 of what determines the run (not where values came from)."""
+        settings_excluded = {"world_size", "run_mode", "global_batch_size", "timeout_s",
+                             "hang_timeout_s", "rendezvous_timeout_s"}
+        if self.settings.framework_requirement is None:  # configs from before it keep their hash
+            settings_excluded.add("framework_requirement")
         payload = {
             "case": self.case,
             "framework": self.framework,
             "vendor": self.vendor,
             "scale": self.scale,
-            "settings": self.settings.model_dump(
-                exclude={"world_size", "run_mode", "global_batch_size", "timeout_s", "hang_timeout_s",
-                         "rendezvous_timeout_s"}
-            ),
+            "settings": self.settings.model_dump(exclude=settings_excluded),
             "params": self.params,
         }
         if self.equivalence is not None:  # a check run, not the benchmark's own

@@ -30,6 +30,9 @@ class RunContext(BaseModel):
     run_dir: Path = Field(description="Folder of this run's log, config and results.")
     data_dir: Path = Field(description="Root under which datasets are kept.")
     cache_dir: Path = Field(description="Root for cached environments and other reusable state.")
+    wheelhouse: Path | None = Field(
+        None, description="A local folder of wheels to build isolated environments from, "
+                          "offline (--wheelhouse, HARNESS_WHEELHOUSE); None: the package indexes.")
     env_mode: EnvMode = Field(
         "auto", description="'current' asks prepare_env to use the running interpreter."
     )

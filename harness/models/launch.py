@@ -26,6 +26,13 @@ class ExecutionEnv(BaseModel):
     packages: dict[str, str] = Field(
         default_factory=dict, description="Installed package versions (the lock of the environment)."
     )
+    requirements: list[str] = Field(
+        default_factory=list, description="What an isolated environment was built from (pip "
+                                          "requirements, the framework's first); empty for an "
+                                          "interpreter harness did not build.")
+    wheelhouse: str | None = Field(
+        None, description="The local folder of wheels an isolated environment was built from "
+                          "offline; None when it came from the package indexes.")
     description: str = Field("", description="One line for the progress display, e.g. current interpreter.")
 
 

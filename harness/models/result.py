@@ -18,7 +18,9 @@ from harness.witness import Witness
 #: 2.0: ``micro_batch_size`` is stored once, in ``config.settings`` (the top-level copy of 1.x
 #: results is dropped when they are read; ``BenchmarkResult.micro_batch_size`` reads it).
 #: 2.1 added ``health``.
-SCHEMA_VERSION = "2.1"
+#: 2.2: ``environment.requirements`` and ``environment.wheelhouse`` (where an isolated
+#: environment came from) and ``config.settings.framework_requirement``.
+SCHEMA_VERSION = "2.2"
 
 #: ``config.sources["micro_batch_size"]`` of an ingested log that does not say its batch size
 #: (the config holds 1 in its place; ``BenchmarkResult.micro_batch_size`` is then 0).
@@ -157,6 +159,13 @@ class EnvironmentFingerprint(BaseModel):
     cpu: str | None = None
     packages: dict[str, str] = Field(default_factory=dict)
     isolated_env: bool = False
+    requirements: list[str] = Field(
+        default_factory=list, description="The pip requirements the isolated environment was "
+                                          "built from, the framework's first (as chosen by "
+                                          "framework_requirement where set); empty otherwise.")
+    wheelhouse: str | None = Field(
+        None, description="The local folder of wheels the isolated environment was built from "
+                          "offline; None when it came from the package indexes.")
 
 
 class PluginRecord(BaseModel):

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from harness.cache import default_cache_dir
 from harness.case_string import parse_case_string
 from harness.config_resolution import parse_set_pairs, relabel_request_values, resolve_config
+from harness.envs.wheelhouse import wheelhouse_from
 from harness.errors import UnavailableError, UserInputError
 from harness.launch import job_identity, rendezvous_endpoint, slurm_identity
 from harness.models import DeviceSet, ResolvedConfig, VendorSpec
@@ -30,6 +31,7 @@ def plan(harness: Harness, request: RunRequest) -> RunContext:
     UnavailableError on bad input.
     """
     check_paths(request)
+    wheelhouse = wheelhouse_from(request.wheelhouse)
     registry = harness.registry
     parsed = parse_case_string(request.case)
     case = registry.cases.get(parsed.case)
@@ -101,6 +103,7 @@ def plan(harness: Harness, request: RunRequest) -> RunContext:
         run_dir=(request.output / run_id).resolve(),
         data_dir=(request.data_dir or cache_dir / "data").resolve(),
         cache_dir=cache_dir.resolve(),
+        wheelhouse=wheelhouse,
         env_mode=request.env_mode,
         repeats=repeats,
         job_id=job_id,

@@ -30,6 +30,7 @@ class RunRequest:
     output: Path = Path("results")
     data_dir: Path | None = None
     cache_dir: Path | None = None
+    wheelhouse: Path | None = None  # else HARNESS_WHEELHOUSE; None: build from the package indexes
     env_mode: Literal["auto", "current"] = "auto"
     hardware_config: str | None = None
     job_id: str | None = None  # multi-node: shared by every node (else HARNESS_JOB_ID, SLURM_JOB_ID)

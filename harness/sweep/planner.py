@@ -41,6 +41,7 @@ class SweepOptions:
     output: Path = Path("results")
     data_dir: Path | None = None
     cache_dir: Path | None = None
+    wheelhouse: Path | None = None
     env_mode: Literal["auto", "current"] = "auto"
     rerun: bool = False
     # Where the points come from: the sweep file's name (None: the command line alone), the
@@ -153,7 +154,7 @@ def _plan_point(harness: Harness, store: ResultStore, device_cache: _DeviceCache
         nproc=point.nproc, nnodes=point.nnodes, micro_batch_size=point.batch_size,
         precision=point.precision, max_steps=point.max_steps, set_pairs=point.set_pairs(),
         repeat=repeat, output=options.output, data_dir=options.data_dir,
-        cache_dir=options.cache_dir, env_mode=options.env_mode,
+        cache_dir=options.cache_dir, wheelhouse=options.wheelhouse, env_mode=options.env_mode,
         hardware_config=point.hardware_config, origins=sweep_origins(point, options),
     )
     try:

@@ -51,7 +51,7 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
         package = "mxnet-cu112" if context.devices.kind == "gpu" else "mxnet"
         return current_env(context, package, ("numpy",))
     spec = vendor_env_spec(REQUIREMENTS, context.vendor, "MXNet")
-    return isolated_env(context, spec, spec.requirements[0].split("==")[0])
+    return isolated_env(context, spec)
 
 
 @hookimpl

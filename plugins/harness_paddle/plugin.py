@@ -58,8 +58,7 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
         package = "paddlepaddle-gpu" if context.devices.kind == "gpu" else "paddlepaddle"
         return current_env(context, package, ("numpy", "h5py"))
     spec = vendor_env_spec(REQUIREMENTS, context.vendor, "Paddle")
-    return isolated_env(context, spec, spec.requirements[0].split("==")[0],
-                        variables={"GLOG_minloglevel": "2"})
+    return isolated_env(context, spec, variables={"GLOG_minloglevel": "2"})
 
 
 @hookimpl

@@ -163,3 +163,57 @@ def test_command_line_window_keys_mark_the_run_modified():
     explored = resolve(scale="smoke", cli_settings={"max_steps": 8, "precision": "bf16"},
                        cli_set={"learning_rate": "0.01", "recompute": "full"})
     assert modified_keys(explored) == ["learning_rate", "max_steps"]
+
+
+# framework_requirement: which build of the framework the run's isolated environment installs.
+
+def test_the_framework_requirement_comes_from_the_vendor_config_and_the_command_line(tmp_path):
+    from harness.vendor_configs import find_vendor_config
+
+    folder = tmp_path / CASE.name / "paddle"
+    folder.mkdir(parents=True)
+    (folder / "default.toml").write_text('[values]\nframework_requirement = "paddlepaddle-gpu == 2.6.2"\n')
+    vendor = find_vendor_config(tmp_path, CASE.name, "paddle", nnodes=1, nproc=1)
+    # A vendor picks its framework build whatever the case lets vendors tune.
+    assert "framework_requirement" not in CASE.vendor_overridable
+    config = resolve(vendor_config=vendor)
+    assert config.settings.framework_requirement == "paddlepaddle-gpu==2.6.2"  # normal spelling
+    assert config.sources["framework_requirement"] == "vendor:default"
+    assert resolve().settings.framework_requirement is None  # the plugin's own
+    cli = resolve(vendor_config=vendor, cli_set={"framework_requirement": "paddlepaddle-gpu==3.0.0"})
+    assert cli.settings.framework_requirement == "paddlepaddle-gpu==3.0.0"
+    assert cli.sources["framework_requirement"] == "cli"
+    # Empty on the command line: back to the plugin's default, over the vendor's choice.
+    assert resolve(vendor_config=vendor, cli_set={"framework_requirement": ""}
+                   ).settings.framework_requirement is None
+
+
+def test_the_framework_requirement_is_part_of_the_config_hash_only_when_set():
+    plain = resolve()
+    chosen = resolve(cli_set={"framework_requirement": "paddlepaddle==3.3.1"})
+    other = resolve(cli_set={"framework_requirement": "paddlepaddle==3.0.0"})
+    assert len({plain.config_hash, chosen.config_hash, other.config_hash}) == 3
+    # A config recorded before the setting existed keeps its hash.
+    old = plain.model_dump(mode="json")
+    del old["settings"]["framework_requirement"]
+    assert type(plain).model_validate(old).config_hash == plain.config_hash
+
+
+@pytest.mark.parametrize("text", ["garbage here", "==2.6.2", "paddle gpu", "paddlepaddle-gpu=2.6.2"])
+def test_a_framework_requirement_that_is_no_pip_requirement_is_one_line(text):
+    with pytest.raises(UserInputError) as info:
+        resolve(cli_set={"framework_requirement": text})
+    message = str(info.value)
+    assert message.startswith("invalid value for 'framework_requirement': ")
+    assert "not a pip requirement" in message and "e.g. paddlepaddle-gpu==2.6.2" in message
+    assert repr(text) in message and "\n" not in message and info.value.exit_code == 2
+
+
+def test_a_vendor_config_framework_requirement_that_is_no_requirement_names_the_file():
+    vendor = VendorCaseConfig(name="default", path="/v/gpt3_6.7B/paddle/default.toml",
+                              values={"framework_requirement": "paddle gpu"})
+    with pytest.raises(HarnessError) as info:
+        resolve(vendor_config=vendor)
+    message = str(info.value)
+    assert message.startswith("vendor config /v/gpt3_6.7B/paddle/default.toml: framework_requirement")
+    assert "not a pip requirement" in message and "\n" not in message

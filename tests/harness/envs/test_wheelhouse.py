@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,43 +12,7 @@ from harness.envs import EnvSpec, ensure_environment
 from harness.envs import builder
 from harness.envs.wheelhouse import ENV_VAR, missing_wheel, wheelhouse_from
 from harness.errors import UnavailableError, UserInputError
-
-# Two tiny pure-Python wheels, one depending on the other: the offline resolver must find
-# the dependency in the folder too.
-APP = "python-dateutil==2.9.0.post0"
-WHEELS = (APP, "six==1.16.0")
-#: Nowhere: every index and proxy points at a closed local port.
-DEAD = "http://127.0.0.1:9"
-
-
-@pytest.fixture(scope="session")
-def wheelhouse(tmp_path_factory) -> Path:
-    """A folder of the WHEELS, downloaded once per test session."""
-    folder = tmp_path_factory.mktemp("wheelhouse")
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                           "--only-binary=:all:", "--dest", str(folder), *WHEELS],
-                          capture_output=True, text=True, timeout=300)
-    if proc.returncode != 0:
-        pytest.skip(f"the package registry is unreachable, so no wheelhouse could be made: "
-                    f"{proc.stderr.strip().splitlines()[-1:]}")
-    return folder
-
-
-@pytest.fixture
-def network_shut(monkeypatch):
-    """Installers see no index and no configured find-links: anything not in the wheelhouse
-    would have to come from a dead address."""
-    for name in list(os.environ):
-        if name.startswith(("PIP_", "UV_")) or name.lower().endswith("_proxy"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)  # no site pip.conf (find-links, indexes)
-    monkeypatch.setenv("PIP_INDEX_URL", f"{DEAD}/simple")
-    monkeypatch.setenv("PIP_RETRIES", "0")
-    monkeypatch.setenv("UV_INDEX_URL", f"{DEAD}/simple")
-    monkeypatch.setenv("UV_HTTP_RETRIES", "0")
-    monkeypatch.setenv("UV_NO_CACHE", "1")  # nothing from earlier online installs
-    for proxy in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.setenv(proxy, DEAD)
+from tests.conftest import WHEELHOUSE_APP as APP
 
 
 @pytest.fixture(params=["uv", "pip"])
