@@ -1,4 +1,4 @@
-"""``harness env``: the isolated framework environments cached by prepare_env."""
+"""``harness env``: build, list and remove the isolated framework environments of prepare_env."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.options import SetOption, WheelhouseOption
+from harness.cli.state import app_state
 from harness.errors import UserInputError
 
 CacheDir = Annotated[Optional[Path], typer.Option(
@@ -23,8 +25,44 @@ def _human_size(num: int) -> str:
     return f"{size:.1f} GiB"
 
 
-group = typer.Typer(help="List and remove the isolated framework environments.",
+group = typer.Typer(help="Build, list and remove the isolated framework environments.",
                     no_args_is_help=True)
+
+
+@group.command("build")
+def build_command(
+    ctx: typer.Context,
+    case: Annotated[str, typer.Option(
+        help="The case whose run the environment is for (its vendor config applies).")],
+    vendor: Annotated[str, typer.Option(help="Vendor plugin: cpu, nvidia, ...")] = "cpu",
+    framework: Annotated[Optional[str], typer.Option(
+        help="Framework plugin; default: pytorch where it implements the case.")] = None,
+    nproc: Annotated[Optional[int], typer.Option(
+        min=1, help="Processes per node of the run (picks the vendor config, as run does).")] = None,
+    nnodes: Annotated[Optional[int], typer.Option(min=1, help="Nodes of the run.")] = None,
+    hardware_config: Annotated[Optional[str], typer.Option(
+        help="Vendor per-case config by name, e.g. config_TP1PP1SH2SP8A10080Gx1x8.")] = None,
+    set_: SetOption = None,
+    wheelhouse: WheelhouseOption = None,
+) -> None:
+    """Build (or find) the environment `harness run` would use with these options, without
+    running anything: e.g. offline from a wheelhouse, with --set framework_requirement=..."""
+    from harness.runner.environment import prepare_run_environment
+    from harness.runner.request import RunRequest
+
+    request = RunRequest(case=case, vendor=vendor, framework=framework, nproc=nproc,
+                         nnodes=nnodes, hardware_config=hardware_config,
+                         set_pairs=list(set_ or []), wheelhouse=wheelhouse)
+    env = prepare_run_environment(app_state(ctx).harness(), request)
+    if not env.isolated:
+        typer.echo(f"{env.framework} runs in the {env.description or 'current interpreter'} "
+                   f"({env.python}); there is no environment to build")
+        return
+    version = f" {env.framework_version}" if env.framework_version else ""
+    typer.echo(f"{env.framework}{version}: {env.description}")
+    typer.echo(f"python: {env.python}")
+    typer.echo(f"requirements: {' '.join(env.requirements)}")
+    typer.echo(f"wheels from: {env.wheelhouse or 'the package indexes'}")
 
 
 @group.command("list")
@@ -38,13 +76,14 @@ def list_command(cache_dir: CacheDir = None) -> None:
 
     root = default_envs_root(cache_dir)
     envs = EnvStore(root).list()
-    table = Table("python", "requirements", "size", "last used", "state")
+    table = Table("python", "requirements", "wheels from", "size", "last used", "state")
     table.add_column("environment", overflow="fold")  # the folder name: never cut
     for env in envs:
         record = env.record
         table.add_row(
             record.python_version if record else "-",
             " ".join(record.requirements) if record else "-",
+            (record.wheelhouse or "indexes") if record else "-",
             _human_size(folder_size(env.folder)),
             f"{record.last_used_at:%Y-%m-%d %H:%M}" if record else "-",
             "ready" if env.complete else "incomplete (prune removes it)",

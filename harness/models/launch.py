@@ -3,13 +3,23 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
 #: invalid: the run finished, but what the training script says it built and ran (its
 #: read-back line) differs from the resolved config, so its figure is not the case's.
 RunStatus = Literal["success", "failed", "timeout", "hang", "interrupted", "terminated", "invalid"]
+
+#: Where an isolated environment came from, as ExecutionEnv and the result's environment say it.
+EnvRequirements = Annotated[list[str], Field(
+    default_factory=list, description="The pip requirements an isolated environment was built "
+                                      "from, the framework's first (framework_requirement where "
+                                      "a run sets one); empty for an interpreter harness did not "
+                                      "build.")]
+Wheelhouse = Annotated[str | None, Field(
+    None, description="The local folder of wheels an isolated environment was built from "
+                      "offline; None when its packages came from the package indexes.")]
 
 
 class ExecutionEnv(BaseModel):
@@ -26,13 +36,8 @@ class ExecutionEnv(BaseModel):
     packages: dict[str, str] = Field(
         default_factory=dict, description="Installed package versions (the lock of the environment)."
     )
-    requirements: list[str] = Field(
-        default_factory=list, description="What an isolated environment was built from (pip "
-                                          "requirements, the framework's first); empty for an "
-                                          "interpreter harness did not build.")
-    wheelhouse: str | None = Field(
-        None, description="The local folder of wheels an isolated environment was built from "
-                          "offline; None when it came from the package indexes.")
+    requirements: EnvRequirements
+    wheelhouse: Wheelhouse
     description: str = Field("", description="One line for the progress display, e.g. current interpreter.")
 
 

@@ -12,7 +12,7 @@ from harness.models.device import DeviceSet
 from harness.models.efficiency import Efficiency
 from harness.models.health import Health
 from harness.models.memory import MemoryEstimate
-from harness.models.launch import DatasetInfo, RunStatus
+from harness.models.launch import DatasetInfo, EnvRequirements, RunStatus, Wheelhouse
 from harness.witness import Witness
 
 #: 2.0: ``micro_batch_size`` is stored once, in ``config.settings`` (the top-level copy of 1.x
@@ -159,13 +159,8 @@ class EnvironmentFingerprint(BaseModel):
     cpu: str | None = None
     packages: dict[str, str] = Field(default_factory=dict)
     isolated_env: bool = False
-    requirements: list[str] = Field(
-        default_factory=list, description="The pip requirements the isolated environment was "
-                                          "built from, the framework's first (as chosen by "
-                                          "framework_requirement where set); empty otherwise.")
-    wheelhouse: str | None = Field(
-        None, description="The local folder of wheels the isolated environment was built from "
-                          "offline; None when it came from the package indexes.")
+    requirements: EnvRequirements
+    wheelhouse: Wheelhouse
 
 
 class PluginRecord(BaseModel):

@@ -85,3 +85,45 @@ def test_a_framework_in_the_current_interpreter_refuses_a_framework_requirement(
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert "error: framework_requirement 'six==1.16.0' needs an isolated environment built from it, " \
            "but the demo plugin runs in the current interpreter" in proc.stderr
+
+
+def test_env_build_prepares_the_run_s_environment_offline_and_the_run_reuses_it(offline_env, wheelhouse,
+                                                                              tmp_path):
+    build = ["env", "build", "--case", "demo_steps", "--framework", "demo_venv",
+             "--set", f"framework_requirement={WHEELHOUSE_APP}"]
+    proc = run_cli(build, offline_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [folder] = _envs(offline_env)
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith(f"demo_venv 2.9.0.post0: built isolated environment {folder} in ")
+    assert lines[1:] == [
+        f"python: {offline_env['HARNESS_CACHE_DIR']}/envs/{folder}/bin/python",
+        f"requirements: {WHEELHOUSE_APP}",
+        f"wheels from: {wheelhouse}",
+    ]
+    assert not (tmp_path / "results").exists()  # nothing ran, no run folder
+    listing = run_cli(["env", "list"], {**offline_env, "COLUMNS": "300"}, tmp_path)
+    assert str(wheelhouse) in listing.stdout and folder in listing.stdout
+    run = run_cli([*RUN, "--json", "--set", f"framework_requirement={WHEELHOUSE_APP}"],
+                  offline_env, tmp_path)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert "reusing environment" in run.stderr and _envs(offline_env) == [folder]
+    again = run_cli(build, offline_env, tmp_path)
+    assert again.returncode == 0 and "reused isolated environment" in again.stdout
+
+
+def test_env_build_of_a_missing_wheel_is_one_line_exit_2(offline_env, wheelhouse, tmp_path):
+    proc = run_cli(["env", "build", "--case", "demo_steps", "--framework", "demo_venv",
+                    "--set", "framework_requirement=idna==3.7"], offline_env, tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.strip().splitlines()[-1] == (
+        f"error: the wheelhouse {wheelhouse} has no wheel for idna; add it there (pip download "
+        "--only-binary=:all: -d DIR 'idna' on a connected machine, see docs/airgapped.md)")
+    assert _envs(offline_env) == []
+
+
+def test_env_build_of_a_framework_in_the_current_interpreter_has_nothing_to_build(cli_env, tmp_path):
+    proc = run_cli(["env", "build", "--case", "demo_steps", "--framework", "demo"], cli_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("demo runs in the current interpreter (")
+    assert proc.stdout.rstrip().endswith("); there is no environment to build")
