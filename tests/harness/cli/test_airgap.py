@@ -4,6 +4,7 @@ requirement chosen on the command line and recorded, and the errors of a missing
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -20,8 +21,6 @@ def offline_env(cli_env, wheelhouse):
 
 
 def _envs(env) -> list[str]:
-    from pathlib import Path
-
     root = Path(env["HARNESS_CACHE_DIR"]) / "envs"
     return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
 
@@ -127,3 +126,19 @@ def test_env_build_of_a_framework_in_the_current_interpreter_has_nothing_to_buil
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("demo runs in the current interpreter (")
     assert proc.stdout.rstrip().endswith("); there is no environment to build")
+
+
+def test_a_sweep_builds_its_environments_from_its_wheelhouse_option(offline_env, wheelhouse, tmp_path):
+    del offline_env["HARNESS_WHEELHOUSE"]  # the option alone
+    proc = run_cli(["sweep", "--case", "demo_steps", "--framework", "demo_venv",
+                    "--wheelhouse", str(wheelhouse)], offline_env, tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    [folder] = _envs(offline_env)
+    record = json.loads((Path(offline_env["HARNESS_CACHE_DIR"]) / "envs" / folder
+                         / "harness-env.json").read_text())
+    assert record["wheelhouse"] == str(wheelhouse) and record["requirements"] == ["six==1.16.0"]
+    missing = run_cli(["sweep", "--case", "demo_steps", "--framework", "demo_venv",
+                       "--wheelhouse", str(tmp_path / "nowhere")], offline_env, tmp_path)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert missing.stderr.strip().splitlines()[-1].startswith(
+        f"error: --wheelhouse {tmp_path / 'nowhere'}: no such folder;")
