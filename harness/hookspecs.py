@@ -326,9 +326,13 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
 
     Called on the plugin that registered ``context.framework``. The core's fallback
     (``trylast``) is the running interpreter; a plugin may instead create or reuse an
-    isolated virtual environment. ``context.env_mode == "current"`` asks for the running
-    interpreter. Raise ``UnavailableError`` with the install command when the framework is
-    missing.
+    isolated virtual environment: ``harness.envs.prepare.isolated_env(context, spec)`` builds
+    (once) or reuses one for an ``EnvSpec`` whose first requirement is the framework, puts
+    the run's ``framework_requirement`` in its place where the config sets one, and builds
+    offline from ``context.wheelhouse`` where there is one. ``context.env_mode == "current"``
+    asks for the running interpreter. Raise ``UnavailableError`` with the install command
+    when the framework is missing. A run that sets ``framework_requirement`` fails unless the
+    returned environment's ``requirements`` hold it (only an environment built from it can).
 
     Example::
 
