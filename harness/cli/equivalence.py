@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 import typer
 
 from harness.cli.options import (DEFAULT_OUTPUT, DataDirOption, OutputOption, ScaleChoice,
-                                 SetOption, split_list)
+                                 SetOption, WheelhouseOption, split_list)
 from harness.cli.state import app_state
 
 HELP = """Check that frameworks train a case as the same computation.
@@ -55,6 +55,7 @@ def equivalence_command(
     set_: SetOption = None,
     output: OutputOption = DEFAULT_OUTPUT,
     data_dir: DataDirOption = None,
+    wheelhouse: WheelhouseOption = None,
     json_output: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
     from harness.equivalence.runner import EquivalenceRequest, run_equivalence
@@ -65,7 +66,8 @@ def equivalence_command(
     request = EquivalenceRequest(
         case=case, frameworks=split_list(frameworks, "--frameworks"), steps=steps,
         vendor=vendor, scale=scale.value, set_pairs=list(set_ or []), output=output,
-        data_dir=data_dir, reference_dir=reference, reference_framework=reference_framework)
+        data_dir=data_dir, wheelhouse=wheelhouse, reference_dir=reference,
+        reference_framework=reference_framework)
     result = run_equivalence(app_state(ctx).harness(), request,
                              progress=lambda message: typer.echo(message, err=True))
     if json_output:

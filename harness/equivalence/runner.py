@@ -49,6 +49,7 @@ class EquivalenceRequest:
     output: Path = Path("results")
     data_dir: Path | None = None
     cache_dir: Path | None = None
+    wheelhouse: Path | None = None  # else HARNESS_WHEELHOUSE; None: the package indexes
     #: A stored check whose initial state every framework loads and whose trace of
     #: ``reference_framework`` is the reference (certification); None: the first framework's.
     reference_dir: Path | None = None
@@ -176,7 +177,7 @@ def _plan(harness: Harness, request: EquivalenceRequest, case: CaseSpec, framewo
         # throughput (and the core's timing of it) leaves out.
         set_pairs=[f"skip_steps={min(1, request.steps - 1)}", *case_settings, *request.set_pairs],
         output=check_dir / "runs",
-        data_dir=request.data_dir, cache_dir=request.cache_dir,
+        data_dir=request.data_dir, cache_dir=request.cache_dir, wheelhouse=request.wheelhouse,
         origins={k: "equivalence" for k in case.equivalence_settings},
     )
     context = plan(harness, run_request)
