@@ -117,10 +117,20 @@ def count_disagreement(log_records: int, witness: Witness) -> str | None:
             "arrive from the training process")
 
 
-def logged_rate(figures) -> float | None:
+def logged_rate(figures, reading: LogReading | None = None, skip_steps: int = 0) -> float | None:
     """The rate the log states over its measured steps, as the harness's clock measures one:
-    units over time (the total-work figure), else FINAL_RESULT where the log times no steps."""
-    return figures.total_work if figures.total_work is not None else figures.final
+    units over time (the total-work figure); where the log states per-step rates but no step
+    times (NVIDIA's DLLogger lines), their harmonic mean, which is units over time for steps of
+    one batch each (their arithmetic mean, FINAL_RESULT, weighs a slow step as much as a fast
+    one and lies above any wall clock when steps vary); else FINAL_RESULT."""
+    if figures.total_work is not None:
+        return figures.total_work
+    from harness.stats import after_warmup
+
+    rates = list(after_warmup(reading.summary.throughput, skip_steps)) if reading is not None else []
+    if rates and all(r > 0 for r in rates):
+        return len(rates) / sum(1.0 / r for r in rates)
+    return figures.final
 
 
 def logged_step_time(figures) -> float | None:

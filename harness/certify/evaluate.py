@@ -113,8 +113,9 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
     evidence.final = figures.final
     if result.status == "success":
         witness = result.repeats[0].witness if result.repeats else None
+        logged = logged_rate(figures, reading, result.config.settings.skip_steps)
         problem = ("the harness's witness of the training output is missing" if witness is None
-                   else witness_problem(log_path, reading, logged_rate(figures), witness,
+                   else witness_problem(log_path, reading, logged, witness,
                                    result.throughput.unit if result.throughput else "",
                                    timed=_builtin_framework(registry, result.framework),
                                    logged_step_s=logged_step_time(figures)))

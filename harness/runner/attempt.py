@@ -73,7 +73,8 @@ def _summarise_repeat(
             f"no step past the {skip} warm-up steps (skip_steps) was logged (the last logged step "
             f"is {last}): FINAL_RESULT would be a warm-up figure")
     if status == "success":
-        problem = witness_problem(Path(outcome.log_path), reading, logged_rate(figures), witness,
+        logged = logged_rate(figures, reading, skip)
+        problem = witness_problem(Path(outcome.log_path), reading, logged, witness,
                                   context.case.unit, timed=builtin_scripts,
                                   logged_step_s=logged_step_time(figures))
         if problem:

@@ -103,3 +103,19 @@ def test_the_median_gap_spans_the_measured_window_per_iteration():
     assert median_step_gap(arrivals, 4) == 1.5
     assert median_step_gap(arrivals, 0) == pytest.approx(1.25)  # 1.0, 1.5, 0.5, 3.0
     assert median_step_gap({1: 0.0}, 0) is None
+
+
+def test_per_step_rates_without_step_times_are_averaged_as_a_clock_would():
+    """NVIDIA's DLLogger ResNet lines state a rate per step and no step time: the rate over the
+    measured steps is their harmonic mean (units over time), not FINAL_RESULT's arithmetic mean,
+    which a slow step on a busy machine lifts far above any wall clock."""
+    from types import SimpleNamespace
+
+    from harness.witness import logged_rate
+
+    reading = SimpleNamespace(summary=SimpleNamespace(throughput=[99.0, 10.0, 40.0, 10.0]))
+    figures = SimpleNamespace(total_work=None, final=20.0)  # their arithmetic mean
+    # skip 1: steps of 32 images at 10, 40 and 10 images/s take 3.2 + 0.8 + 3.2 s: 96 / 7.2
+    assert abs(logged_rate(figures, reading, 1) - 96 / 7.2) < 1e-9
+    assert logged_rate(SimpleNamespace(total_work=17.0, final=20.0), reading, 1) == 17.0
+    assert logged_rate(figures) == 20.0  # nothing per step: FINAL_RESULT
