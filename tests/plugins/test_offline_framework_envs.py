@@ -51,7 +51,7 @@ def test_the_framework_environment_builds_offline_and_trains(framework, framewor
     assert build.returncode == 0, build.stderr[-3000:]
     assert f"requirements: {' '.join(requirements)}" in build.stdout
     run = harness("run", "--vendor", "cpu", "--scale", "smoke", "--case", case, "--framework",
-                  framework, "--max-steps", "3", "--json")
+                  framework, "--max-steps", "7", "--json")
     assert run.returncode == 0, run.stderr[-3000:]
     assert "reusing environment" in run.stderr
     result = json.loads(run.stdout)
