@@ -1,4 +1,11 @@
-"""The embedded results database (SQLite, ``results/harness.db``)."""
+"""The embedded results database (SQLite, ``results/harness.db``).
+
+Its layout is versioned: ``PRAGMA user_version`` holds :data:`DB_SCHEMA_VERSION`. The layout of
+a version never changes (a test fails when the schema text changes without a new version);
+a new version migrates older databases forward when it first writes to them, and a harness
+refuses a database of a newer version than it knows, rather than misreading it. Tools such as
+sqlite-utils and datasette can open it directly (docs/database.md).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +20,8 @@ from harness.errors import UserInputError, first_validation_error
 from harness.models import BenchmarkResult
 
 DB_NAME = "harness.db"
+#: The layout of ``runs`` below; bump it (and migrate older files in ``_connect``) on any change.
+DB_SCHEMA_VERSION = 1
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -33,6 +42,11 @@ CREATE TABLE IF NOT EXISTS runs (
 CREATE INDEX IF NOT EXISTS runs_by_config ON runs (config_hash);
 CREATE INDEX IF NOT EXISTS runs_by_case ON runs (case_name, framework, vendor);
 """
+
+
+class NewerStoreError(UserInputError):
+    """The results database was written by a newer harness (a schema version this one does
+    not know). One line, exit code 2."""
 
 
 class DamagedStoreError(UserInputError):
@@ -70,11 +84,23 @@ class ResultStore:
         conn = sqlite3.connect(self.path, timeout=30)
         try:
             with self._damage_reported():
+                self._check_version(conn)
                 conn.executescript(_SCHEMA)
+                # Version 0 (no version recorded) is the same layout as version 1: databases
+                # written before the version was kept are stamped, not changed.
+                conn.execute(f"PRAGMA user_version = {DB_SCHEMA_VERSION}")
         except BaseException:
             conn.close()
             raise
         return conn
+
+    def _check_version(self, conn: sqlite3.Connection) -> None:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > DB_SCHEMA_VERSION:
+            raise NewerStoreError(
+                f"results database {self.path} has schema version {version}, newer than this "
+                f"harness reads (up to {DB_SCHEMA_VERSION}); upgrade harness, or pass --output "
+                "with another results folder")
 
     def _read(self, query: str, args=()) -> list[tuple]:
         """Rows of a read-only query. Reading never writes (a full disk, a read-only
@@ -84,6 +110,7 @@ class ResultStore:
         try:
             with self._damage_reported(), closing(sqlite3.connect(
                     f"{self.path.resolve().as_uri()}?mode=ro", uri=True, timeout=30)) as conn:
+                self._check_version(conn)
                 return conn.execute(query, args).fetchall()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):
