@@ -44,6 +44,14 @@ def vendor_settable(case: CaseSpec) -> frozenset[str]:
     return frozenset(case.vendor_overridable) | VENDOR_SETTINGS
 
 
+def setting_text(value: str | int | float | bool) -> str:
+    """A setting's value as ``--set key=value`` writes it (booleans as ``true``/``false``, which
+    :func:`convert_param` reads back)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
 def set_by_user(source: str) -> bool:
     """Whether a value came from whoever ran it (the command line or a sweep file), not from
     the case, its smoke preset, a vendor config, a suite or the planner."""

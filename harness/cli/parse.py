@@ -138,8 +138,8 @@ def parse_command(
         help="--compliance: the MLPerf training ruleset to check against, e.g. 4.1.0 (default: the "
              "newest the installed mlperf-logging knows).")] = None,
 ) -> int:
+    import harness
     from harness.errors import UserInputError
-    from harness.ingest import ParseRequest, ingest as ingest_outcome, parse_log_file
 
     registry = app_state(ctx).registry()
     if list_formats:
@@ -170,52 +170,43 @@ def parse_command(
         from harness.logparse import compliance as mlperf_compliance
         if not mlperf_compliance.available():
             mlperf_compliance.check(logs[0])  # raises the one-line error naming the package
-    outcomes = []
+    parsed_logs = []
     verdicts = {}
     for path in logs:
-        request = ParseRequest(
-            path=path, format=format_, method=method.value if method else None,
+        parsed = harness.parse(
+            path, format=format_, method=method.value if method else None,
             skip=skip if skip is not None else skip_steps, trim=trim, gpus=gpus,
-            skip_records=skip_records,
-            batch_size=batch_size or base_batch_size, seq_len=seq_len,
-            precision=precision.value if precision else None, case=case,
+            skip_records=skip_records, batch_size=batch_size or base_batch_size,
+            seq_len=seq_len, precision=precision.value if precision else None, case=case,
             framework=framework, vendor=vendor, format_options=keyword_options,
-        )
-        outcome = parse_log_file(registry, request)
-        ingest_message = None
-        if ingest:
-            added, run_dir = ingest_outcome(outcome, output)
-            ingest_message = (f"ingested into {output / 'harness.db'} as {outcome.result.run_id}"
-                              if added else
-                              f"already ingested (same sha256 {outcome.result.source_sha256[:12]}...): "
-                              "nothing recorded")
-        outcomes.append((outcome, ingest_message))
+            ingest_into=output if ingest else None, app=app_state(ctx).harness())
+        parsed_logs.append(parsed)
         if compliance:
-            verdicts[id(outcome)] = _compliance(outcome, path, compliance_ruleset)
+            verdicts[id(parsed)] = _compliance(parsed, path, compliance_ruleset)
         if not as_json:
-            _print_outcome(outcome, ingest_message)
+            _print_parsed(parsed, _ingest_message(parsed, output))
             if compliance:
-                _print_compliance(verdicts[id(outcome)])
+                _print_compliance(verdicts[id(parsed)])
     if as_json:
         documents = [
-            {"result": json.loads(o.result.model_dump_json()), "legacy_index": o.legacy.model_dump(),
-             "notes": o.notes, **({"ingest": msg} if msg else {}),
-             **({"compliance": verdicts[id(o)]} if compliance else {})}
-            for o, msg in outcomes
+            {"result": json.loads(p.result.model_dump_json()), "legacy_index": p.legacy_index.model_dump(),
+             "notes": p.notes, **({"ingest": _ingest_message(p, output)} if ingest else {}),
+             **({"compliance": verdicts[id(p)]} if compliance else {})}
+            for p in parsed_logs
         ]
         typer.echo(json.dumps(documents[0] if len(documents) == 1 else documents, indent=1,
                               ensure_ascii=False))
-    if any(o.failed for o, _ in outcomes):
+    if any(p.failed for p in parsed_logs):
         raise typer.Exit(EXIT_JOB_FAILED)
     return 0
 
 
-def _compliance(outcome, path: Path, ruleset: str | None) -> dict:
+def _compliance(parsed, path: Path, ruleset: str | None) -> dict:
     """MLPerf's checker's verdict on an MLPerf log; other formats have no MLPerf rules to check."""
     from harness.logparse import compliance as mlperf_compliance
 
-    if outcome.format != "mllog":
-        return {"checked": False, "reason": f"not an MLPerf log (format {outcome.format})"}
+    if parsed.format != "mllog":
+        return {"checked": False, "reason": f"not an MLPerf log (format {parsed.format})"}
     verdict = mlperf_compliance.check(path, ruleset)
     return {"checked": True, **verdict.model_dump()}
 
@@ -234,10 +225,19 @@ def register(app: typer.Typer) -> None:
     app.command('parse', help=HELP)(parse_command)
 
 
-def _print_outcome(outcome, ingest_message: str | None) -> None:
-    result = outcome.result
-    lines = [f"{result.log_file}: format {outcome.format}, {outcome.streamed.summary.count} steps "
-             f"from {outcome.streamed.lines:,} lines"]
+def _ingest_message(parsed, output: Path) -> str | None:
+    if parsed.ingested is None:
+        return None
+    if parsed.ingested:
+        return f"ingested into {output / 'harness.db'} as {parsed.result.run_id}"
+    return (f"already ingested (same sha256 {parsed.result.source_sha256[:12]}...): "
+            "nothing recorded")
+
+
+def _print_parsed(parsed, ingest_message: str | None) -> None:
+    result = parsed.result
+    lines = [f"{result.log_file}: format {parsed.format}, {parsed.records} steps "
+             f"from {parsed.lines:,} lines"]
     if result.throughput:
         t = result.throughput
         lines.append(f"  FINAL_RESULT {t.value:,.3f} {t.unit} ({t.per_device:,.3f} per GPU x {result.nproc})")
@@ -251,10 +251,10 @@ def _print_outcome(outcome, ingest_message: str | None) -> None:
         if t.other is not None:
             printed = f", field {t.other.field}" if t.other.field else ""
             lines.append(f"  beside it: {t.other.value:,.3f} {t.unit} by {t.other.method}{printed}")
-    agg = outcome.aggregate
-    if agg is not None and agg.median is not None:
-        lines.append(f"  spread of the records used: median {agg.median:,.3f}  p5 {agg.p5:,.3f}  "
-                     f"p95 {agg.p95:,.3f}  CV {agg.cv:.2%}")
+    spread = parsed.spread
+    if spread is not None:
+        lines.append(f"  spread of the records used: median {spread.median:,.3f}  p5 {spread.p5:,.3f}  "
+                     f"p95 {spread.p95:,.3f}  CV {spread.cv:.2%}")
     if result.step_time:
         s = result.step_time
         lines.append(f"  step time: mean {s.mean:.4f} s  median {s.median:.4f} s  CV {s.cv:.2%} (n={s.n})")
@@ -270,12 +270,12 @@ def _print_outcome(outcome, ingest_message: str | None) -> None:
     lines.append(f"  status {result.status}" + (f": {result.failure_reason}" if result.failure_reason else ""))
     for warning in result.warnings:
         lines.append(f"  WARNING: {warning}")
-    for note in outcome.notes:
+    for note in parsed.notes:
         lines.append(f"  note: {note}")
     if ingest_message:
         lines.append(f"  {ingest_message}")
     typer.echo("\n".join(lines))
-    typer.echo(json.dumps(outcome.legacy.model_dump(), ensure_ascii=False, indent=1))
+    typer.echo(json.dumps(parsed.legacy_index.model_dump(), ensure_ascii=False, indent=1))
 
 
 def _fact(result, name: str):

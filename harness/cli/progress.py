@@ -44,6 +44,7 @@ class ConsoleObserver(RunObserver):
         self.unit = ""
         self.last_plain = 0.0
         self.first: tuple[int, float] | None = None  # (step, time) of the first logged step
+        self.report = None  # the RunReport, once the result is recorded
 
     # The bar exists from the first phase on, so a slow environment build or a long compile
     # shows what is happening instead of a frozen 0/N.
@@ -106,6 +107,9 @@ class ConsoleObserver(RunObserver):
             eta = eta_seconds(*self.first, record.step, now, self.total)
             self.console.print(f"step {record.step}/{self.total} {speed}  ETA {format_duration(eta)}",
                                highlight=False)
+
+    def recorded(self, report) -> None:
+        self.report = report
 
     def end_repeat(self) -> None:
         if self.progress is not None:

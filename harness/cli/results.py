@@ -44,17 +44,15 @@ def _statuses(text: str | None) -> list[str]:
 
 def query(output: Path, case, framework, vendor, status, since, limit: int | None):
     """(result, run folder) pairs of the recorded runs that match, newest first."""
+    import harness
     from harness.cli.report import parse_since
-    from harness.store import DB_NAME, ResultStore
+    from harness.store import ResultStore
 
-    if not (output / DB_NAME).is_file():
-        raise UserInputError(f"no results database at {output / DB_NAME}; pass --output with the "
-                             "folder `harness run`/`harness sweep` wrote to")
-    store = ResultStore(output)
-    results = store.list(case=split_list(case, "--case"), framework=split_list(framework, "--framework"),
-                         vendor=split_list(vendor, "--vendor"), status=_statuses(status),
-                         since=parse_since(since), limit=limit)
-    dirs = store.run_dirs()
+    results = harness.results(output, case=split_list(case, "--case"),
+                              framework=split_list(framework, "--framework"),
+                              vendor=split_list(vendor, "--vendor"), status=_statuses(status),
+                              since=parse_since(since), limit=limit)
+    dirs = ResultStore(output).run_dirs()
     return [(result, dirs.get(result.run_id)) for result in results]
 
 
@@ -122,12 +120,13 @@ def show_command(
     output: OutputOption = DEFAULT_OUTPUT,
 ) -> None:
     """Print the full result JSON of one run."""
-    from harness.store import ResultStore
+    import harness
+    from harness.store import DB_NAME
 
-    result = ResultStore(output).get(run_id)
-    if result is None:
+    found = harness.results(output, run_id=run_id) if (output / DB_NAME).is_file() else []
+    if not found:
         raise UserInputError(f"no single run matches {run_id!r} in {output}; see `harness results list`")
-    typer.echo(result.model_dump_json(indent=2))
+    typer.echo(found[0].model_dump_json(indent=2))
 
 
 @group.command("curves")

@@ -58,27 +58,28 @@ def run_command(
     json_output: Annotated[bool, typer.Option("--json", help="Print the result JSON on stdout.")] = False,
 ) -> int:
     """Run a benchmark case: resolve config, prepare env and data, train, record the result."""
+    import harness
     from harness.cli.progress import ConsoleObserver
     from harness.cli.summary import print_summary
-    from harness.runner.pipeline import RunRequest, execute, plan
+    from harness.config_resolution import parse_set_pairs
 
-    request = RunRequest(
-        case=case, vendor=vendor, framework=framework, scale=scale.value,
-        run_mode=run_mode.value if run_mode else None, nproc=nproc, nnodes=nnodes,
-        micro_batch_size=micro_batch_size, precision=precision.value if precision else None,
-        max_steps=max_steps, set_pairs=list(set_ or []), repeat=repeat, output=output,
-        data_dir=data_dir, env_mode=env.value, wheelhouse=wheelhouse, hardware_config=hardware_config,
-        job_id=job_id, node_rank=node_rank, launcher=launcher.value,
-    )
-    harness = app_state(ctx).harness()
-    context = plan(harness, request)
-    observer = ConsoleObserver(app_state(ctx).registry(), show_log=show_log)
+    state = app_state(ctx)
+    observer = ConsoleObserver(state.registry(), show_log=show_log)
     try:
-        report = execute(harness, context, request, observer)
+        harness.run(
+            case, vendor=vendor, framework=framework, scale=scale.value,
+            run_mode=run_mode.value if run_mode else None, nproc=nproc, nnodes=nnodes,
+            micro_batch_size=micro_batch_size, precision=precision.value if precision else None,
+            max_steps=max_steps, settings=parse_set_pairs(list(set_ or [])), repeat=repeat,
+            output=output, data_dir=data_dir, env=env.value, wheelhouse=wheelhouse,
+            hardware_config=hardware_config,
+            job_id=job_id, node_rank=node_rank, launcher=launcher.value, observer=observer,
+            app=state.harness())
     finally:
         observer.end_repeat()  # the bar runs from the first phase: stop it on any failure
-    if context.node_rank:
-        typer.echo(f"node {context.node_rank} of job {context.job_id}: {report.result.status}"
+    report = observer.report
+    if report.node_rank:
+        typer.echo(f"node {report.node_rank} of job {report.job_id}: {report.result.status}"
                    f"; node record {report.legacy_path}; the job's result is node 0's")
     elif json_output:
         typer.echo(report.result.model_dump_json(indent=2))

@@ -113,7 +113,8 @@ def record_node(context: RunContext, attempt: Attempt) -> RunReport:
         raise StorageError(f"could not write the node record in {context.run_dir}: "
                            f"{exc.strerror or exc}") from None
     result = _node_result(context, attempt, record.status, record.reason)
-    return RunReport(result=result, run_dir=context.run_dir, legacy_path=context.run_dir / NODE_RECORD)
+    return RunReport(result=result, run_dir=context.run_dir, legacy_path=context.run_dir / NODE_RECORD,
+                     node_rank=context.node_rank, job_id=context.job_id)
 
 
 def _node_result(context: RunContext, attempt: Attempt, status: str, reason: str | None):

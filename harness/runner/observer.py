@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from harness.models.context import RunContext
+    from harness.runner.request import RunReport
     from harness.witness import Witness
 
 
@@ -27,6 +28,10 @@ class RunObserver:
 
     def end_repeat(self) -> None:
         pass
+
+    def recorded(self, report: RunReport) -> None:
+        """The run's result is written: ``report`` says where (run folder, legacy index) and
+        anything the user should know that the result does not say."""
 
 
 class StepClock(RunObserver):

@@ -104,6 +104,7 @@ def _run_and_record(harness: Harness, context: RunContext, request: RunRequest,
         raise_for(held[0])
     if context.node_rank and link is not None:
         report.note = send_record(context, report, link)
+    observer.recorded(report)
     return report
 
 

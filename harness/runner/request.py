@@ -47,6 +47,9 @@ class RunReport:
     run_dir: Path
     legacy_path: Path
     note: str | None = None  # something the user should know that the result does not say
+    # A multi-node job's node other than node 0: its rank and the job (its result is node 0's).
+    node_rank: int = 0
+    job_id: str | None = None
 
 
 def utcnow() -> datetime:

@@ -33,6 +33,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from harness.config_resolution import setting_text
 from harness.errors import UserInputError, first_validation_error
 from harness.models.config import Precision
 
@@ -89,7 +90,7 @@ class SweepPoint(BaseModel):
 
     def set_pairs(self) -> list[str]:
         """``set`` as ``key=value`` strings, the form ``--set`` takes."""
-        return [f"{key}={_as_text(value)}" for key, value in self.set]
+        return [f"{key}={setting_text(value)}" for key, value in self.set]
 
     def describe(self) -> str:
         parts = [self.case or "?", self.framework or "default framework"]
@@ -103,12 +104,6 @@ class SweepPoint(BaseModel):
         if self.batch_size:
             parts.append(f"bs {self.batch_size}")
         return ", ".join(parts)
-
-
-def _as_text(value: ScalarValue) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 class SweepGroup(BaseModel):
