@@ -171,9 +171,18 @@ def export_command(
         "--repeats", help="One row per repeat instead of per run (repeat_* columns added).")] = False,
     tensorboard: Annotated[Optional[Path], typer.Option(
         help="Also write TensorBoard event files into this folder, one sub-folder per run: "
-             "loss, throughput, learning rate and step time per step, and the device "
-             "monitor's memory, power and utilisation (needs the tensorboard extra); "
-             "alone, without --to, it prints no table.")] = None,
+             "loss, throughput, learning rate and step time per step, the device "
+             "monitor's memory, power and utilisation, and the run's metadata (needs the "
+             "tensorboard extra).")] = None,
+    wandb: Annotated[Optional[Path], typer.Option(
+        help="Also write Weights & Biases offline runs into this folder (DIR/wandb/"
+             "offline-run-*): the same series as --tensorboard, the metadata as the run's "
+             "config; no account, nothing sent (`wandb sync` uploads them). Needs the "
+             "wandb extra.")] = None,
+    mlflow: Annotated[Optional[Path], typer.Option(
+        help="Also write the runs into an MLflow file store in this folder (experiment "
+             "'harness'): the same series as --tensorboard as metrics, the metadata as "
+             "params and tags; no server. Needs the mlflow extra (mlflow-skinny).")] = None,
     case: CasesFilter = None,
     framework: FrameworksFilter = None,
     vendor: VendorsFilter = None,
@@ -181,13 +190,16 @@ def export_command(
     since: SinceFilter = None,
 ) -> None:
     """Export recorded runs with stable column names (listed in docs/results.md), and
-    optionally as TensorBoard event files.
+    optionally to experiment trackers: TensorBoard event files, W&B offline runs, an MLflow
+    file store (docs/trackers.md). With a tracker and without --to, no table is printed.
 
     [bold]harness results export --format csv --to runs.csv[/bold]
 
     [bold]harness results export --format jsonl --repeats --case gpt3_125M[/bold]
 
     [bold]harness results export --tensorboard tb/ && tensorboard --logdir tb/[/bold]
+
+    [bold]harness results export --wandb wandb-runs/ --mlflow mlruns/[/bold]
     """
     from harness.export.table import export_rows, to_csv, to_jsonl, write_export
 
@@ -195,23 +207,18 @@ def export_command(
         raise UserInputError(f"--to {to} is a folder; give a file name, e.g. {to / 'runs.csv'}")
     if to is not None and to.parent.exists() and not to.parent.is_dir():
         raise UserInputError(f"--to {to}: {to.parent} is a file, not a folder")
-    if tensorboard is not None and tensorboard.exists() and not tensorboard.is_dir():
-        raise UserInputError(f"--tensorboard {tensorboard} is a file; give a folder (it is "
-                             "created if missing)")
+    trackers = {option: folder for option, folder in (
+        ("--tensorboard", tensorboard), ("--wandb", wandb), ("--mlflow", mlflow)) if folder is not None}
+    for option, folder in trackers.items():
+        if folder.exists() and not folder.is_dir():
+            raise UserInputError(f"{option} {folder} is a file; give a folder (it is created "
+                                 "if missing)")
     selected = query(output, case, framework, vendor, status, since, None)
     rows = export_rows(selected, per_repeat=repeats)
-    if tensorboard is not None:
-        from harness.export.tensorboard import export_tensorboard
-        from harness.report.data import ReportRun
-        from harness.report.steps import log_step_reader
-
-        runs = [ReportRun(result, Path(folder) if folder else None) for result, folder in selected]
-        written = export_tensorboard(runs, tensorboard, log_step_reader(app_state(ctx).registry()))
-        typer.echo(f"tensorboard: {written.runs} runs -> {tensorboard} ({written.step_scalars} "
-                   f"step values, {written.device_scalars} device samples); "
-                   f"view with: tensorboard --logdir {tensorboard}", err=True)
+    if trackers:
+        _export_to_trackers(trackers, selected, app_state(ctx).registry())
         if to is None:
-            return
+            return  # a tracker export alone prints no table
     try:
         write_export(to_csv(rows, repeats) if format_ is ExportFormat.csv else to_jsonl(rows), to)
     except OSError as exc:
@@ -219,6 +226,34 @@ def export_command(
                              "file in a writable folder, or leave --to out for stdout") from None
     if to is not None:
         typer.echo(f"{len(rows)} rows -> {to}", err=True)
+
+
+#: Tracker option -> (exporting function's module and name, what to view the folder with).
+TRACKERS = {
+    "--tensorboard": ("harness.export.tensorboard", "export_tensorboard", "tensorboard --logdir {}"),
+    "--wandb": ("harness.export.wandb_runs", "export_wandb", "wandb sync {}/wandb/offline-run-*"),
+    "--mlflow": ("harness.export.mlflow_store", "export_mlflow",
+                 "MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri {}"),
+}
+
+
+def _export_to_trackers(trackers: dict[str, Path], selected, registry) -> None:
+    """Write the selected runs to each tracker's folder, one line each on stderr."""
+    import importlib
+
+    from harness.report.data import ReportRun
+    from harness.report.steps import log_step_reader
+
+    runs = [ReportRun(result, Path(folder) if folder else None) for result, folder in selected]
+    read_steps = log_step_reader(registry)
+    for option, folder in trackers.items():
+        module, function, view = TRACKERS[option]
+        export = getattr(importlib.import_module(module), function)
+        written = export(runs, folder, read_steps)
+        kept = f", {written.already} exported before and left as they are" if written.already else ""
+        typer.echo(f"{option.lstrip('-')}: {written.runs} runs -> {folder} ({written.step_values} "
+                   f"step values, {written.device_values} device samples{kept}); view with: "
+                   + view.format(folder), err=True)
 
 
 def register(app: typer.Typer) -> None:
