@@ -3,10 +3,9 @@
 Each side is a list of recorded runs. Runs are paired by what makes them comparable (case,
 vendor, scale, layout, precision, batch, accumulation and sweep label: everything but the
 framework and the time they ran), and each pair gets the ratio B / A of FINAL_RESULT and
-whether the difference exceeds the runs' own noise:
-
-    noise(run) = CV of FINAL_RESULT over its repeats (2 or more), else its step-time CV
-    beyond noise  <=>  |B/A - 1| > NOISE_SIGMAS * sqrt(noise(A)^2 + noise(B)^2)
+whether the difference is beyond the runs' noise: a bootstrap confidence interval of the ratio
+of their per-step medians that excludes 1 (:mod:`harness.report.pairing`), "unknown" where a
+side has no per-step samples.
 
 Runs measured over different windows (steps, warm-up, learning rate and schedule, dataset,
 seed: :func:`harness.report.pairing.measurement_window`) are not paired
@@ -19,13 +18,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from harness.errors import UserInputError
 from harness.models import BenchmarkResult
 from harness.report.data import ReportFilter, ReportRun, load_runs
-from harness.report.pairing import NOISE_SIGMAS, Pair, comparison_key, pair_runs, window_differences
-from harness.stats import geometric_mean
+from harness.report.pairing import Pair, comparison_key, pair_runs, window_differences
+from harness.stats import NOISE_CONFIDENCE, geometric_mean
 from harness.store import DB_NAME, ResultStore
+
+#: Reads a run's per-step samples (``harness.report.steps.log_step_samples``).
+SampleReader = Callable[[ReportRun], "list[float] | None"]
 
 @dataclass
 class Side:
@@ -60,7 +63,11 @@ class Comparison:
 
     def to_dict(self) -> dict:
         return {
-            "a": self.label_a, "b": self.label_b, "noise_sigmas": NOISE_SIGMAS,
+            "a": self.label_a, "b": self.label_b, "noise_test": {
+                "confidence": NOISE_CONFIDENCE,
+                "method": "percentile bootstrap of median(B) / median(A) over the per-step "
+                          "throughputs of the measured steps; beyond noise when the interval "
+                          "excludes 1, null when a side has no per-step samples"},
             "pairs": [{
                 "what": p.describe(), "run_a": p.a.run_id, "run_b": p.b.run_id,
                 "framework_a": p.a.framework, "framework_b": p.b.framework,
@@ -69,6 +76,9 @@ class Comparison:
                 "noise_a": p.noise_a.cv, "noise_a_source": p.noise_a.source,
                 "noise_b": p.noise_b.cv, "noise_b_source": p.noise_b.source,
                 "beyond_noise": p.beyond_noise, "warnings": p.warnings,
+                "step_samples_a": len(p.samples_a or []), "step_samples_b": len(p.samples_b or []),
+                "median_ratio": p.interval.ratio if p.interval else None,
+                "median_ratio_ci": [p.interval.low, p.interval.high] if p.interval else None,
             } for p in self.pairs],
             "geometric_mean_ratio": self.geometric_mean_ratio,
             "only_a": [r.result.run_id for r in self.only_a],
@@ -80,9 +90,11 @@ class Comparison:
         }
 
 
-def compare_sides(a: Side, b: Side, allow_different_windows: bool = False) -> Comparison:
+def compare_sides(a: Side, b: Side, allow_different_windows: bool = False,
+                  read_samples: SampleReader | None = None) -> Comparison:
     """Pair the successful runs of two sides by ``comparison_key``; runs whose measurement
-    windows differ are listed apart instead of paired, unless ``allow_different_windows``."""
+    windows differ are listed apart instead of paired, unless ``allow_different_windows``.
+    ``read_samples`` gives each run's per-step samples (without it: beyond noise unknown)."""
     ok_a = {comparison_key(r): r for r in a.runs if r.ok}
     ok_b = {comparison_key(r): r for r in b.runs if r.ok}
     comparison = Comparison(a.label, b.label)
@@ -95,15 +107,21 @@ def compare_sides(a: Side, b: Side, allow_different_windows: bool = False) -> Co
         if differences and not allow_different_windows:
             comparison.different_windows.append((run_a, run_b, differences))
             continue
-        comparison.pairs.append(pair_runs(key, run_a.result, run_b.result))
+        comparison.pairs.append(_pair(key, run_a, run_b, read_samples))
     comparison.only_b = [r for k, r in ok_b.items() if k not in ok_a]
     return comparison
 
 
-def compare_runs(a: BenchmarkResult, b: BenchmarkResult,
-                 allow_different_windows: bool = False) -> Comparison:
+def _pair(key: tuple, a: ReportRun, b: ReportRun, read_samples: SampleReader | None) -> Pair:
+    samples = [read_samples(run) if read_samples else None for run in (a, b)]
+    return pair_runs(key, a.result, b.result, *samples)
+
+
+def compare_runs(run_a: ReportRun, run_b: ReportRun, allow_different_windows: bool = False,
+                 read_samples: SampleReader | None = None) -> Comparison:
     """Two named runs, compared whatever their settings (same unit and, unless allowed,
     the same measurement window required)."""
+    a, b = run_a.result, run_b.result
     for result in (a, b):
         if result.status != "success" or result.throughput is None:
             raise UserInputError(f"run {result.run_id} did not succeed ({result.status}); "
@@ -118,11 +136,11 @@ def compare_runs(a: BenchmarkResult, b: BenchmarkResult,
             + ", ".join(f"{k} {va} vs {vb}" for k, (va, vb) in differences.items())
             + "); pass --allow-different-windows to compare them anyway")
     comparison = Comparison(a.run_id, b.run_id)
-    comparison.pairs.append(pair_runs((), a, b))
+    comparison.pairs.append(_pair((), run_a, run_b, read_samples))
     return comparison
 
 
-def load_side(spec: str, results: Path, filters: ReportFilter) -> Side | BenchmarkResult:
+def load_side(spec: str, results: Path, filters: ReportFilter) -> Side | ReportRun:
     """A results folder (every matching run in it) or a run id / prefix in ``results``."""
     path = Path(spec)
     if (path / DB_NAME).is_file():
@@ -130,15 +148,18 @@ def load_side(spec: str, results: Path, filters: ReportFilter) -> Side | Benchma
     if not (results / DB_NAME).is_file():
         raise UserInputError(f"{spec!r} is not a results folder (no {DB_NAME}) and there is no "
                              f"results database at {results} to look it up as a run id")
-    result = ResultStore(results).get(spec)
+    store = ResultStore(results)
+    result = store.get(spec)
     if result is None:
         raise UserInputError(f"{spec!r} is neither a results folder nor a single run id (or unique "
                              f"prefix) in {results}; see `harness results list`")
-    return result
+    folder = store.run_dirs().get(result.run_id)
+    return ReportRun(result, Path(folder) if folder else None)
 
 
 def compare_frameworks(results: Path, framework_a: str, framework_b: str,
-                       filters: ReportFilter, allow_different_windows: bool = False) -> Comparison:
+                       filters: ReportFilter, allow_different_windows: bool = False,
+                       read_samples: SampleReader | None = None) -> Comparison:
     runs = load_runs(results, filters)
     side_a = Side(framework_a, [r for r in runs if r.result.framework == framework_a])
     side_b = Side(framework_b, [r for r in runs if r.result.framework == framework_b])

@@ -8,7 +8,9 @@
 - :func:`percentile` and :func:`spread`: median, p5/p95 and CV reported next to a figure;
 - :func:`step_time_stats`: the step-time statistics of a result;
 - :func:`total_work_rate`: work done over the measured wall time (beside FINAL_RESULT);
-- :func:`geometric_mean`: the summary of several ratios (a comparison of result sets).
+- :func:`geometric_mean`: the summary of several ratios (a comparison of result sets);
+- :func:`ratio_of_medians_interval`: whether two runs differ beyond their noise (a bootstrap
+  confidence interval of the ratio of their per-step medians).
 
 Every function takes plain sequences of floats (lists, or ``array('d')`` from a streamed log)
 and computes in float arithmetic: ``statistics.stdev`` works in exact fractions, which takes
@@ -160,3 +162,73 @@ def geometric_mean(values: Sequence[float]) -> float | None:
     if not positive or len(positive) != len(values):
         return None
     return math.exp(math.fsum(math.log(v) for v in positive) / len(positive))
+
+
+#: Confidence of the interval behind "beyond noise" (``harness compare``, the report's history).
+NOISE_CONFIDENCE = 0.95
+#: Fewest per-step samples a side needs for the interval; with fewer, "unknown".
+MIN_NOISE_SAMPLES = 5
+BOOTSTRAP_RESAMPLES = 4000
+#: The resampling is seeded, so that one comparison always gives one answer.
+BOOTSTRAP_SEED = 20261127
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """median(B) / median(A) of two samples with its bootstrap confidence interval."""
+
+    ratio: float
+    low: float
+    high: float
+    confidence: float
+    n_a: int
+    n_b: int
+
+    @property
+    def beyond_noise(self) -> bool:
+        """Whether the interval excludes 1: the two differ at this confidence."""
+        return self.low > 1.0 or self.high < 1.0
+
+    def describe(self) -> str:
+        return (f"{self.confidence:.0%} CI of B/A {self.low:.3f}-{self.high:.3f} "
+                f"(bootstrap of per-step medians, {self.n_a} and {self.n_b} steps)")
+
+
+def ratio_of_medians_interval(a: Sequence[float], b: Sequence[float],
+                              confidence: float = NOISE_CONFIDENCE,
+                              resamples: int = BOOTSTRAP_RESAMPLES) -> RatioInterval | None:
+    """Percentile-bootstrap confidence interval of median(b) / median(a).
+
+    Each side is resampled with replacement on its own, ``resamples`` times; the interval is
+    the central ``confidence`` share of the resampled ratios. The samples are per-step figures
+    (throughputs) of the measured steps; treating steps as independent, it sees step-to-step
+    noise, not a drift that lasts a whole run (repeats show that). None when a side has fewer
+    than MIN_NOISE_SAMPLES values or a non-positive median.
+    """
+    import numpy as np
+
+    if len(a) < MIN_NOISE_SAMPLES or len(b) < MIN_NOISE_SAMPLES:
+        return None
+    values_a, values_b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    median_a, median_b = float(np.median(values_a)), float(np.median(values_b))
+    if median_a <= 0 or median_b <= 0:
+        return None
+    rng = np.random.default_rng(BOOTSTRAP_SEED)
+    ratios = np.concatenate([_resampled_medians(rng, values_b, count) / _resampled_medians(rng, values_a, count)
+                             for count in _batches(resamples, max(len(values_a), len(values_b)))])
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(ratios, [tail, 100.0 - tail])
+    return RatioInterval(median_b / median_a, float(low), float(high), confidence,
+                         len(values_a), len(values_b))
+
+
+def _batches(total: int, width: int) -> list[int]:
+    """``total`` resamples in batches of at most ~2 million values (a long log has many steps)."""
+    size = max(1, 2_000_000 // max(1, width))
+    return [min(size, total - start) for start in range(0, total, size)]
+
+
+def _resampled_medians(rng, values, count: int):
+    import numpy as np
+
+    return np.median(rng.choice(values, size=(count, len(values))), axis=1)

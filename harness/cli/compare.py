@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from harness.cli.state import app_state
 from harness.cli.options import (DEFAULT_OUTPUT, CasesFilter, OutputOption, SweepsFilter,
                                  VendorsFilter, split_list)
 from harness.errors import UserInputError
@@ -22,9 +23,11 @@ harness compare --frameworks pytorch,paddle  [dim]# two frameworks in one result
 harness compare results-main/ results-pr/ --fail-if-slower 5 --beyond-noise  [dim]# CI gate[/dim]
 
 Runs of two sets are paired when case, vendor, scale, layout, precision, batch size,
-accumulation and sweep label agree; a geometric-mean row sums up the ratios. Noise of a run:
-CV of FINAL_RESULT over its repeats, else its step-time CV; a difference is beyond noise when
-|B/A - 1| exceeds twice the two runs' combined noise. A pair of different cases or of
+accumulation and sweep label agree; a geometric-mean row sums up the ratios. A difference is
+beyond noise when the 95% bootstrap confidence interval of median(B) / median(A) over the
+runs' per-step throughputs (re-read from their logs) excludes 1; "unknown" when a side has no
+per-step samples. Noise A/B: CV of FINAL_RESULT over the repeats, else the step-time CV
+(flagged "noisy" above 3%). A pair of different cases or of
 different measurement windows (steps, warm-up, learning rate, dataset, seed) is warned about.
 Across frameworks each case cites the newest `harness equivalence` check of both frameworks
 stored in the results folder ("equivalent workload: checked on DATE, max loss difference X").
@@ -34,6 +37,7 @@ EXIT_SLOWER = 1
 
 
 def compare_command(
+    ctx: typer.Context,
     a: Annotated[Optional[str], typer.Argument(help="Baseline: a run id or a results folder.")] = None,
     b: Annotated[Optional[str], typer.Argument(help="Candidate: a run id or a results folder.")] = None,
     frameworks: Annotated[Optional[str], typer.Option(
@@ -54,6 +58,7 @@ def compare_command(
              "rate, dataset, seed); by default they are listed apart, not compared.")] = False,
 ) -> None:
     from harness.cli.report import filters_from_options
+    from harness.report.steps import log_step_samples
     from harness.compare import (
         Side,
         compare_frameworks,
@@ -63,6 +68,7 @@ def compare_command(
     )
 
     filters = filters_from_options(case, None, vendor, sweep, None, None)
+    read_samples = log_step_samples(app_state(ctx).registry())
     if frameworks:
         if a or b:
             raise UserInputError("give either two runs / result folders or --frameworks, not both")
@@ -70,7 +76,7 @@ def compare_command(
         if len(names) != 2:
             raise UserInputError(f"--frameworks takes exactly two names, BASELINE,CANDIDATE; got {frameworks!r}")
         comparison = compare_frameworks(output, names[0], names[1], filters,
-                                        allow_different_windows)
+                                        allow_different_windows, read_samples)
     else:
         if not (a and b):
             raise UserInputError("give two run ids, two results folders, or --frameworks A,B "
@@ -78,9 +84,9 @@ def compare_command(
         side_a, side_b = load_side(a, output, filters), load_side(b, output, filters)
         if isinstance(side_a, Side) != isinstance(side_b, Side):
             raise UserInputError("compare a run with a run, or a results folder with a results folder")
-        comparison = (compare_sides(side_a, side_b, allow_different_windows)
+        comparison = (compare_sides(side_a, side_b, allow_different_windows, read_samples)
                       if isinstance(side_a, Side)
-                      else compare_runs(side_a, side_b, allow_different_windows))
+                      else compare_runs(side_a, side_b, allow_different_windows, read_samples))
     if json_output:
         typer.echo(json.dumps(comparison.to_dict(), indent=2))
     else:
@@ -113,6 +119,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _print(comparison) -> None:
+    from harness.stats import NOISE_CONFIDENCE
     from rich.markup import escape
     from rich.table import Table
 
@@ -122,8 +129,7 @@ def _print(comparison) -> None:
     for column in ("what", "A", "B", "unit", "B/A", "change", "noise A", "noise B", "beyond noise"):
         table.add_column(column, justify="left" if column in ("what", "unit") else "right")
     for pair in comparison.pairs:
-        beyond = pair.beyond_noise
-        verdict = "unknown" if beyond is None else ("[bold]yes[/bold]" if beyond else "no")
+        verdict = _verdict(pair)
         style = "green" if pair.change > 0 else "red"
         what = pair.describe() + (f" ({pair.a.framework} vs {pair.b.framework})"
                                   if pair.a.framework != pair.b.framework else "")
@@ -142,13 +148,28 @@ def _print(comparison) -> None:
     console.print(table)
     for case, statement in comparison.equivalence.items():
         console.print(f"{escape(case)}: {escape(statement)}", highlight=False)
+    if comparison.pairs:
+        console.print(f"beyond noise: the {NOISE_CONFIDENCE:.0%} confidence interval of median(B) / "
+                      "median(A) over the runs' per-step throughputs (bootstrap) excludes 1; "
+                      "unknown: a side has no per-step samples", highlight=False, style="dim")
     for label, runs in (("A", comparison.only_a), ("B", comparison.only_b)):
         if runs:
             console.print(f"only in {label} (no match): " + ", ".join(r.result.run_id for r in runs),
                           highlight=False)
 
 
+def _verdict(pair) -> str:
+    interval = pair.interval
+    if interval is None:
+        return "unknown"
+    answer = "[bold]yes[/bold]" if interval.beyond_noise else "no"
+    return f"{answer} (CI {interval.low:.3f}-{interval.high:.3f})"
+
+
 def _noise_text(noise) -> str:
+    from harness.report.noise import noisy
+
     if noise.cv is None:
         return "-"
-    return f"{noise.cv:.1%} ({'repeats' if noise.source == 'repeats' else 'steps'})"
+    flag = " [yellow]noisy[/yellow]" if noisy(noise.cv) else ""
+    return f"{noise.cv:.1%} ({'repeats' if noise.source == 'repeats' else 'steps'}){flag}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.cli.console import make_console
+from harness.report.noise import DEFAULT_NOISE_THRESHOLD, noisy, repeat_cv
 from harness.result_builder import modified_origins
 from rich.markup import escape
 from rich.table import Table
@@ -60,10 +61,12 @@ def print_summary(report, console=None) -> None:
     if r.step_time:
         s = r.step_time
         table.add_row("step time", f"median {s.median * 1000:,.1f} ms, p5 {s.p5 * 1000:,.1f}, "
-                                   f"p95 {s.p95 * 1000:,.1f}, CV {s.cv:.1%}")
+                                   f"p95 {s.p95 * 1000:,.1f}, CV {s.cv:.1%}{_noisy_flag(s.cv)}")
     if len(r.repeats) > 1:
         finals = ", ".join(f"{x.final_result:,.1f}" for x in r.repeats if x.final_result)
-        table.add_row("repeats", finals)
+        cv = repeat_cv(r)
+        spread = f" (CV {cv:.1%}{_noisy_flag(cv)})" if cv is not None else ""
+        table.add_row("repeats", finals + spread)
     if r.loss_first is not None:
         table.add_row("loss", f"{r.loss_first:.4f} -> {r.loss_final:.4f}")
     if r.health is not None:
@@ -91,6 +94,13 @@ def print_summary(report, console=None) -> None:
     table.add_row("run folder", escape(str(report.run_dir)))
     table.add_row("legacy index", escape(str(report.legacy_path)))
     console.print(table)
+
+
+def _noisy_flag(cv: float | None) -> str:
+    """`` (noisy)`` after a CV above the noise threshold, which the flag names."""
+    if not noisy(cv):
+        return ""
+    return f" [yellow](noisy: above {DEFAULT_NOISE_THRESHOLD:.0%})[/yellow]"
 
 
 def _numbers(values) -> list[float]:

@@ -30,12 +30,14 @@ def generate_report(results: Path, out_dir: Path, filters: ReportFilter | None =
     from harness.report.build import ReportBuilder
     from harness.report.data import load_history, load_runs
     from harness.report.render import write_report
-    from harness.report.steps import log_step_reader
+    from harness.report.steps import log_step_reader, log_step_samples
 
     runs = load_runs(results, filters)
     reader = log_step_reader(registry) if registry is not None else None
+    samples = log_step_samples(registry) if registry is not None else None
     history = load_history(results, filters) if options is not None and options.history else None
-    document = ReportBuilder(runs, filters, options, step_reader=reader, history=history).build()
+    document = ReportBuilder(runs, filters, options, step_reader=reader, history=history,
+                             sample_reader=samples).build()
     try:
         paths = write_report(document, out_dir)
     except OSError as exc:  # a read-only or full folder

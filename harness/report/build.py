@@ -105,12 +105,14 @@ def _value_cell(run: ReportRun | None, threshold: float) -> Cell:
 class ReportBuilder:
     def __init__(self, runs: list[ReportRun], filters: ReportFilter | None = None,
                  options: ReportOptions | None = None, step_reader: StepReader | None = None,
-                 now: datetime | None = None, history: list[ReportRun] | None = None):
+                 now: datetime | None = None, history: list[ReportRun] | None = None,
+                 sample_reader=None):
         self.runs = runs
         self.history = history
         self.filters = filters or ReportFilter()
         self.options = options or ReportOptions()
         self.step_reader = step_reader
+        self.sample_reader = sample_reader  # per-step samples for "beyond noise" (history)
         self.now = now or datetime.now(timezone.utc)
 
     # ------------------------------------------------------------------ document
@@ -131,7 +133,8 @@ class ReportBuilder:
         if self.history is not None:
             from harness.report.history import history_section
 
-            doc.sections.append(history_section(self.history, self.options.max_step_charts))
+            doc.sections.append(history_section(self.history, self.options.max_step_charts,
+                                                self.sample_reader))
         doc.sections.append(self._noise_section())
         failed = [r for r in self.runs if not r.ok]
         if failed:

@@ -2,8 +2,9 @@
 
 A configuration is what ``harness compare`` pairs runs by (case, vendor, scale, layout,
 precision, batch, accumulation, label) plus the framework. Each successful run is compared
-with the one before it of the same configuration by compare's rule; a slowdown beyond both
-runs' noise is a regression.
+with the one before it of the same configuration by compare's rule; a slowdown beyond noise
+(a bootstrap confidence interval of the ratio of their per-step medians below 1) is a
+regression.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from harness.report.pairing import comparison_key, pair_runs
+from harness.stats import NOISE_CONFIDENCE
 from harness.report.data import ReportRun
 from harness.report.document import Cell, Chart, Paragraph, Section, Table
 from harness.report.svg import Series, line_chart
@@ -33,9 +35,10 @@ def _revision(run: ReportRun) -> str:
     return f"harness {env.harness_version}" + (f" @ {sha}" if sha else "")
 
 
-def history_section(runs: list[ReportRun], max_charts: int) -> Section:
+def history_section(runs: list[ReportRun], max_charts: int, read_samples=None) -> Section:
     """Charts of throughput over time per configuration with two or more successful runs, and
-    the table of regressions beyond noise."""
+    the table of regressions beyond noise (``read_samples`` gives a run's per-step samples;
+    without them no slowdown is known to be beyond noise)."""
     section = Section("history", "History")
     by_config: dict[tuple, list[ReportRun]] = defaultdict(list)
     for run in runs:
@@ -55,7 +58,9 @@ def history_section(runs: list[ReportRun], max_charts: int) -> Section:
             points.append((float(index), run.value))
             ticks[float(index)] = run.result.started_at.strftime("%m-%d %H:%M")
             if index > 1:
-                pair = pair_runs(key, items[index - 2].result, run.result)
+                before = items[index - 2]
+                pair = pair_runs(key, before.result, run.result,
+                                 *(read_samples(r) if read_samples else None for r in (before, run)))
                 if pair.change < 0 and pair.beyond_noise:
                     labels[float(index)] = f"{pair.change:+.0%}"
                     regressions.append((items[index - 2], run, pair))
@@ -74,13 +79,15 @@ def history_section(runs: list[ReportRun], max_charts: int) -> Section:
     rows = [[Cell(_config_name(after)), Cell(before.result.run_id), Cell(after.result.run_id),
              Cell(f"{pair.value_a:,.2f}", numeric=True), Cell(f"{pair.value_b:,.2f}", numeric=True),
              Cell(f"{pair.change:+.1%}", numeric=True, badge="regression"),
-             Cell(f"{pair.noise:.1%}" if pair.noise is not None else "-", numeric=True),
+             Cell(f"{pair.interval.low:.3f}-{pair.interval.high:.3f}", numeric=True),
              Cell(f"{_revision(before)} → {_revision(after)}")]
             for before, after, pair in regressions]
     section.blocks.append(Table(
         "Regressions beyond noise", ["configuration", "before", "after", "before value",
-                                     "after value", "change", "noise", "revisions"], rows,
+                                     "after value", "change", f"{NOISE_CONFIDENCE:.0%} CI of after/before",
+                                     "revisions"], rows,
         kind="regressions",
-        note="None found." if not rows else "noise: the two runs' combined CV; beyond noise "
-                                            "means |change| > 2 x noise."))
+        note="None found." if not rows else (
+            f"beyond noise: the {NOISE_CONFIDENCE:.0%} confidence interval of the ratio of the two "
+            "runs' median per-step throughputs (bootstrap over their measured steps) lies below 1.")))
     return section

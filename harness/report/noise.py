@@ -7,7 +7,9 @@ from dataclasses import dataclass
 from harness.stats import coefficient_of_variation
 from harness.models import BenchmarkResult
 
-DEFAULT_NOISE_THRESHOLD = 0.03  # repeats (or one repeat's steps) varying more than 3%: noisy
+#: Repeats (or one repeat's steps) varying more than 3% are flagged "noisy": in the run's
+#: summary, ``harness compare``, the report and the export (the one place this number lives).
+DEFAULT_NOISE_THRESHOLD = 0.03
 #: Scaling efficiency above this is flagged as suspicious: more than linear speed-up usually
 #: means the smaller run was slowed down (contention, a cold cache), not a faster large one.
 SUPERLINEAR_EFFICIENCY = 1.05
@@ -48,11 +50,15 @@ def run_noise(result: BenchmarkResult) -> Noise:
     return Noise(None, "none", len(values))
 
 
+def noisy(cv: float | None, threshold: float = DEFAULT_NOISE_THRESHOLD) -> bool:
+    """Whether a coefficient of variation is above the noise threshold (a fraction: 0.03 is 3%)."""
+    return cv is not None and cv > threshold
+
+
 def is_noisy(result: BenchmarkResult, threshold: float = DEFAULT_NOISE_THRESHOLD) -> bool:
     """Flagged when its own noise (:func:`run_noise`: CV over repeats, or step-time CV of a
-    single repeat) exceeds ``threshold`` (a fraction: 0.03 is 3%)."""
-    cv = run_noise(result).cv
-    return cv is not None and cv > threshold
+    single repeat) exceeds ``threshold``."""
+    return noisy(run_noise(result).cv, threshold)
 
 
 def is_superlinear(efficiency: float) -> bool:

@@ -1,9 +1,17 @@
-"""Two recorded runs side by side: the ratio of their FINAL_RESULT and whether it exceeds
-their noise; the rule ``harness compare`` (:mod:`harness.compare`), the report's history and
-``harness certify compare`` share.
+"""Two recorded runs side by side: the ratio of their FINAL_RESULT and whether the difference
+is beyond their noise; the rule ``harness compare`` (:mod:`harness.compare`) and the report's
+history share.
 
-    noise(run) = CV of FINAL_RESULT over its repeats (2 or more), else its step-time CV
-    beyond noise  <=>  |B/A - 1| > NOISE_SIGMAS * sqrt(noise(A)^2 + noise(B)^2)
+Beyond noise is a statistical test on the runs' per-step samples (the throughput of every
+measured step, re-read from their logs): the 95% percentile-bootstrap confidence interval of
+median(B) / median(A) (:func:`harness.stats.ratio_of_medians_interval`) excludes 1. A pair
+where a side has no per-step samples (no readable log, fewer than 5 measured steps) is
+"unknown", never "no". Each run's own noise, shown beside it, is the CV of FINAL_RESULT over
+its repeats (2 or more), else its step-time CV.
+
+``harness certify compare`` judges repeat scores of certification bundles, which carry no
+per-step samples, by :func:`beyond_noise`: the ratio differs from 1 by more than
+NOISE_SIGMAS x the combined CV.
 
 Runs measured over different windows (steps, warm-up, learning rate and schedule, dataset,
 seed: :func:`measurement_window`, built on ``harness.measurement_window``) carry warnings:
@@ -14,11 +22,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 from harness.measurement_window import locked_values
 from harness.models import BenchmarkResult
 from harness.report.data import ReportRun
 from harness.report.noise import Noise, run_noise
+from harness.stats import RatioInterval, ratio_of_medians_interval
 
 NOISE_SIGMAS = 2.0  # a difference of two noise standard deviations: ~95% if noise were normal
 
@@ -32,7 +42,7 @@ def combined_noise(cv_a: float | None, cv_b: float | None) -> float | None:
 
 def beyond_noise(ratio: float, cv_a: float | None, cv_b: float | None) -> bool | None:
     """Whether B/A = ``ratio`` differs from 1 by more than NOISE_SIGMAS x the combined noise
-    (the rule of ``harness compare`` and ``harness certify compare``); None without noise."""
+    (for figures without per-step samples: ``harness certify compare``); None without noise."""
     noise = combined_noise(cv_a, cv_b)
     return None if noise is None else abs(ratio - 1.0) > NOISE_SIGMAS * noise
 
@@ -84,6 +94,9 @@ class Pair:
     b: BenchmarkResult
     noise_a: Noise
     noise_b: Noise
+    #: Per-step throughputs of the measured steps; None where a run's log was not read.
+    samples_a: list[float] | None = None
+    samples_b: list[float] | None = None
 
     @property
     def value_a(self) -> float:
@@ -116,9 +129,20 @@ class Pair:
         """Combined relative noise of the two runs; None when neither has an estimate."""
         return combined_noise(self.noise_a.cv, self.noise_b.cv)
 
+    @cached_property
+    def interval(self) -> RatioInterval | None:
+        """The confidence interval of median(B) / median(A) over the per-step samples; None
+        when a side has too few (or none)."""
+        if not self.samples_a or not self.samples_b:
+            return None
+        return ratio_of_medians_interval(self.samples_a, self.samples_b)
+
     @property
     def beyond_noise(self) -> bool | None:
-        return beyond_noise(self.ratio, self.noise_a.cv, self.noise_b.cv)
+        """Whether the per-step samples differ at NOISE_CONFIDENCE; None (unknown) when a side
+        has no per-step samples."""
+        interval = self.interval
+        return None if interval is None else interval.beyond_noise
 
     @property
     def warnings(self) -> list[str]:
@@ -150,6 +174,8 @@ def comparison_key(run: ReportRun) -> tuple:
             s.grad_accum_steps, r.config.hardware_config or "", run.label or "")
 
 
-def pair_runs(key: tuple, a: BenchmarkResult, b: BenchmarkResult) -> Pair:
-    """Two successful results side by side, with their noise (also used by report history)."""
-    return Pair(key, a, b, run_noise(a), run_noise(b))
+def pair_runs(key: tuple, a: BenchmarkResult, b: BenchmarkResult,
+              samples_a: list[float] | None = None, samples_b: list[float] | None = None) -> Pair:
+    """Two successful results side by side, with their noise and per-step samples (also used
+    by report history)."""
+    return Pair(key, a, b, run_noise(a), run_noise(b), samples_a, samples_b)

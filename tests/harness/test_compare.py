@@ -8,28 +8,42 @@ import math
 import pytest
 
 from harness.cli.main import main
-from harness.compare import NOISE_SIGMAS, Side, compare_sides
-from harness.report.data import load_runs
+from harness.app import Harness
+from harness.compare import Side, compare_sides
+from harness.report.steps import log_step_samples
+from tests.harness.report.conftest import NOISY, QUIET, step_log
+from harness.report.data import ReportRun, load_runs
 from tests.harness.report.factory import make_result, record
 
 
 @pytest.fixture
 def two_sets(tmp_path):
-    """Two result sets (folders) of the same matrix, recorded at different times."""
+    """Two result sets (folders) of the same matrix, recorded at different times, with logs."""
     a, b = tmp_path / "a", tmp_path / "b"
     # fp32 bs8 x1: A repeats 100, 102, 98 (median 100, CV 2/100); B 90, 91, 89 (median 90, CV 1/90)
-    record(a, make_result("a1", value=100.0, repeats=[100.0, 102.0, 98.0]))
-    record(b, make_result("b1", value=90.0, repeats=[90.0, 91.0, 89.0], minutes=60))
+    record(a, make_result("a1", value=100.0, repeats=[100.0, 102.0, 98.0]), log_lines=step_log(100.0, QUIET, 8))
+    record(b, make_result("b1", value=90.0, repeats=[90.0, 91.0, 89.0], minutes=60),
+           log_lines=step_log(90.0, QUIET, 8))
     # fp32 bs8 x2: one repeat each, step-time CV 1% each; B is 10% faster
-    record(a, make_result("a2", value=180.0, nproc=2, step_cv=0.01))
-    record(b, make_result("b2", value=198.0, nproc=2, step_cv=0.01, minutes=60))
+    record(a, make_result("a2", value=180.0, nproc=2, step_cv=0.01), log_lines=step_log(180.0, QUIET, 16))
+    record(b, make_result("b2", value=198.0, nproc=2, step_cv=0.01, minutes=60),
+           log_lines=step_log(198.0, QUIET, 16))
     # fp32 bs4 x1: 3% apart, but each run's steps vary 5%: within noise
-    record(a, make_result("a3", value=100.0, batch=4, step_cv=0.05))
-    record(b, make_result("b3", value=103.0, batch=4, step_cv=0.05, minutes=60))
+    record(a, make_result("a3", value=100.0, batch=4, step_cv=0.05), log_lines=step_log(100.0, NOISY, 4))
+    record(b, make_result("b3", value=103.0, batch=4, step_cv=0.05, minutes=60),
+           log_lines=step_log(103.0, NOISY, 4))
+    # fp16 bs8 x1: 10% apart, but A was recorded without its log: unknown
+    record(a, make_result("a5", value=100.0, precision="fp16"))
+    record(b, make_result("b5", value=90.0, precision="fp16", minutes=60), log_lines=step_log(90.0, QUIET, 8))
     # in one set only
     record(a, make_result("a4", value=150.0, precision="bf16"))
     record(b, make_result("b4", value=160.0, precision="bf16", batch=16, minutes=60))
     return a, b
+
+
+def compared(a, b):
+    return compare_sides(Side("a", load_runs(a)), Side("b", load_runs(b)),
+                         read_samples=log_step_samples(Harness.load().registry))
 
 
 def _pairs_by_run(comparison):
@@ -38,9 +52,9 @@ def _pairs_by_run(comparison):
 
 def test_ratios_and_noise_match_hand_computed_values(two_sets):
     a, b = two_sets
-    comparison = compare_sides(Side("a", load_runs(a)), Side("b", load_runs(b)))
+    comparison = compared(a, b)
     pairs = _pairs_by_run(comparison)
-    assert set(pairs) == {"a1", "a2", "a3"}
+    assert set(pairs) == {"a1", "a2", "a3", "a5"}
     assert [r.result.run_id for r in comparison.only_a] == ["a4"]
     assert [r.result.run_id for r in comparison.only_b] == ["b4"]
 
@@ -51,18 +65,22 @@ def test_ratios_and_noise_match_hand_computed_values(two_sets):
     assert p1.noise_a.source == "repeats" and p1.noise_a.cv == pytest.approx(0.02)
     assert p1.noise_b.cv == pytest.approx(1 / 90)
     assert p1.noise == pytest.approx(math.sqrt(0.02 ** 2 + (1 / 90) ** 2))  # 0.02288
-    assert p1.beyond_noise is True  # 10% > 2 x 2.29%
+    # the 20 measured steps of each log (the 5 warm-up steps left out), re-read
+    assert len(p1.samples_a) == len(p1.samples_b) == 20
+    assert p1.interval.ratio == pytest.approx(0.9, rel=1e-3) and p1.interval.confidence == 0.95
+    assert p1.interval.high < 1.0 and p1.beyond_noise is True
 
     p2 = pairs["a2"]
     assert p2.ratio == pytest.approx(1.1) and p2.slower_pct == pytest.approx(-10.0)
     assert p2.noise_a.source == "steps"
-    assert p2.noise == pytest.approx(math.sqrt(2) * 0.01)
-    assert p2.beyond_noise is True
+    assert p2.interval.low > 1.0 and p2.beyond_noise is True
 
-    p3 = pairs["a3"]
+    p3 = pairs["a3"]  # 3% apart, each run's steps vary by up to 6%
     assert p3.ratio == pytest.approx(1.03)
-    assert NOISE_SIGMAS * p3.noise == pytest.approx(2 * math.sqrt(2) * 0.05)  # 14.1%
-    assert p3.beyond_noise is False
+    assert p3.interval.low < 1.0 < p3.interval.high and p3.beyond_noise is False
+
+    p5 = pairs["a5"]  # A's log is missing: no samples, so unknown, not "no"
+    assert p5.samples_a is None and p5.interval is None and p5.beyond_noise is None
 
 
 def test_cli_json_and_fail_if_slower(two_sets, capsys):
@@ -70,7 +88,15 @@ def test_cli_json_and_fail_if_slower(two_sets, capsys):
     assert main(["compare", str(a), str(b), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     ratios = {p["run_a"]: p["ratio"] for p in data["pairs"]}
-    assert ratios == pytest.approx({"a1": 0.9, "a2": 1.1, "a3": 1.03})
+    assert ratios == pytest.approx({"a1": 0.9, "a2": 1.1, "a3": 1.03, "a5": 0.9})
+    verdicts = {p["run_a"]: p["beyond_noise"] for p in data["pairs"]}
+    assert verdicts == {"a1": True, "a2": True, "a3": False, "a5": None}
+    assert data["noise_test"]["confidence"] == 0.95
+    [a1] = [p for p in data["pairs"] if p["run_a"] == "a1"]
+    assert a1["step_samples_a"] == a1["step_samples_b"] == 20 and a1["median_ratio_ci"][1] < 1.0
+    assert main(["compare", str(a), str(b)]) == 0
+    table = capsys.readouterr().out
+    assert "unknown" in table and "yes (CI 0.8" in table and "95% confidence interval" in table
     assert data["only_a"] == ["a4"] and data["only_b"] == ["b4"]
 
     # a1 -> b1 is 10% slower: a 5% gate fails, a 12% gate passes
@@ -175,7 +201,8 @@ def test_measurement_windows_and_cases_are_warned_about():
     assert pair_warnings(a, short) == ["different measurement windows (max_steps 20 vs 8)"]
     other = make_result("w-c", value=18.0, case="gpt3_1.3B")
     assert pair_warnings(a, other) == ["different cases (gpt3_125M vs gpt3_1.3B)"]
-    assert compare_runs(a, other).pairs[0].warnings == ["different cases (gpt3_125M vs gpt3_1.3B)"]
+    pair = compare_runs(ReportRun(a, None), ReportRun(other, None)).pairs[0]
+    assert pair.warnings == ["different cases (gpt3_125M vs gpt3_1.3B)"]
 
 
 def test_cli_warns_on_different_cases_and_windows(tmp_path, capsys):
@@ -207,8 +234,9 @@ def test_fail_if_slower_beyond_noise(two_sets, capsys):
     capsys.readouterr()
     # a slowdown within noise: 3% apart with 5% step noise on each side
     c, d = a.parent / "c", a.parent / "d"
-    record(c, make_result("c1", value=103.0, batch=4, step_cv=0.05))
-    record(d, make_result("d1", value=100.0, batch=4, step_cv=0.05, minutes=60))
+    record(c, make_result("c1", value=103.0, batch=4, step_cv=0.05), log_lines=step_log(103.0, NOISY, 4))
+    record(d, make_result("d1", value=100.0, batch=4, step_cv=0.05, minutes=60),
+           log_lines=step_log(100.0, NOISY, 4))
     assert main(["compare", str(c), str(d), "--fail-if-slower", "1"]) == 1
     assert main(["compare", str(c), str(d), "--fail-if-slower", "1", "--beyond-noise"]) == 0
     assert main(["compare", str(c), str(d), "--beyond-noise"]) == 2  # needs --fail-if-slower
@@ -218,11 +246,11 @@ def test_geometric_mean_row(two_sets, capsys):
     a, b = two_sets
     assert main(["compare", str(a), str(b), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    expected = (0.9 * 1.1 * 1.03) ** (1 / 3)
+    expected = (0.9 * 1.1 * 1.03 * 0.9) ** (1 / 4)
     assert data["geometric_mean_ratio"] == pytest.approx(expected)
     assert main(["compare", str(a), str(b)]) == 0
     out = capsys.readouterr().out
-    assert "geometric mean of 3 pairs" in out and f"{expected:.3f}" in out
+    assert "geometric mean of 4 pairs" in out and f"{expected:.3f}" in out
 
 
 def test_frameworks_comparison_cites_the_stored_equivalence_check(tmp_path, capsys):

@@ -116,3 +116,21 @@ def test_summary_names_where_the_modified_keys_were_set():
     print_summary(report, console=Console(file=buffer, width=200, force_terminal=False))
     assert ("learning_rate set on the command line; max_steps, skip_steps set in sweep file "
             "explore.toml: not measured over the case's own window") in buffer.getvalue()
+
+
+def _summary_text(result, width: int = 200) -> str:
+    report = SimpleNamespace(result=result, run_dir=Path("/r"), legacy_path=Path("/r/index/x"))
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=width, force_terminal=False))
+    return buffer.getvalue()
+
+
+def test_summary_flags_noise_where_the_number_is():
+    from harness.report.noise import DEFAULT_NOISE_THRESHOLD
+
+    noisy = _summary_text(make_result("noisy-run", value=100.0, step_cv=0.492))
+    assert f"CV 49.2% (noisy: above {DEFAULT_NOISE_THRESHOLD:.0%})" in noisy
+    quiet = _summary_text(make_result("quiet-run", value=100.0, step_cv=DEFAULT_NOISE_THRESHOLD))
+    assert "CV 3.0%" in quiet and "noisy" not in quiet  # at the threshold: not above it
+    repeats = _summary_text(make_result("repeat-run", value=100.0, repeats=[90.0, 100.0, 110.0]))
+    assert "90.0, 100.0, 110.0 (CV 10.0% (noisy: above 3%))" in repeats

@@ -24,6 +24,18 @@ def megatron_lines(values: list[float], batch: int, seq_len: int = 128) -> list[
     return lines
 
 
+#: Relative per-step variation, repeated over the measured steps: about 1% and about 5%.
+QUIET = (1.0, 1.01, 0.99, 1.005, 0.995)
+NOISY = (1.0, 1.06, 0.94, 1.03, 0.97, 1.05, 0.95)
+
+
+def step_log(value: float, pattern: tuple[float, ...], batch: int, steps: int = 20) -> list[str]:
+    """A training log: 5 warm-up steps (the factory's skip_steps), then ``steps`` measured
+    steps around ``value``, varying by ``pattern``."""
+    warmup = [value * f for f in (0.3, 0.6, 0.8, 0.9, 0.95)]
+    return megatron_lines(warmup + [value * pattern[i % len(pattern)] for i in range(steps)], batch)
+
+
 @pytest.fixture
 def results(tmp_path):
     root = tmp_path / "results"

@@ -8,7 +8,7 @@ from harness.app import Harness
 from harness.report import generate_report
 from tests.harness.report.browser import (chromium_binary, ink_fraction, label_collisions,
                                          render_report)
-from tests.harness.report.conftest import megatron_lines
+from tests.harness.report.conftest import QUIET, megatron_lines, step_log
 from tests.harness.report.factory import make_result, record
 
 pytestmark = pytest.mark.skipif(
@@ -63,7 +63,7 @@ def test_crowded_labels_do_not_overlap_and_history_renders(tmp_path):
                    log_lines=megatron_lines(steps, batch * nproc))
     for index, value in enumerate((1000.0, 1005.0, 800.0)):  # the third run is 20% slower
         record(root, make_result(f"hist-{index}", value=value, batch=16, minutes=100 + index * 60,
-                                 step_cv=0.01))
+                                 step_cv=0.01), log_lines=step_log(value, QUIET, 16))
     registry = Harness.load(load_entrypoints=False).registry
     from harness.report.build import ReportOptions
 
