@@ -4,6 +4,7 @@ gluon-cv ``train_imagenet.py`` (and ``mx.callback.Speedometer``) print the throu
 whole process, i.e. of all the GPUs it drives::
 
     Epoch[0] Batch [49]\tSpeed: 1234.567890 samples/sec\taccuracy=0.001000\tlr=0.100000
+    Epoch[0] Batch [49]\tSpeed: 1234.56 samples/sec\tloss=6.9\tlr=0.1\tstep_time_s=0.103700   (harness's script)
     Epoch[0] Batch [20-40]\tSpeed: 1234.56 samples/sec\taccuracy=0.001000
     [Epoch 0] training: accuracy=0.012345
     [Epoch 0] speed: 1234 samples/sec\ttime cost: 1036.123456
@@ -188,6 +189,7 @@ class GluonCVParser(RecordingParser):
             throughput=to_float(match.group(3)),
             loss=loss,
             learning_rate=metrics.get("lr"),
+            step_time_s=metrics.get("step_time_s"),
         )
 
     def finish(self):

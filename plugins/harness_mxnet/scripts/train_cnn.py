@@ -5,12 +5,13 @@ kvstore sums the gradients (``device`` on GPUs, ``local`` on CPUs). gluon Traine
 momentum (multi-precision master weights for fp16). Prints gluon-cv ``train_imagenet.py``
 lines (``Speed`` is the whole process, i.e. all its devices)::
 
-    Epoch[0] Batch [9]\tSpeed: 123.45 samples/sec\taccuracy=0.100000\tloss=2.300000\tlr=0.100000
+    Epoch[0] Batch [9]\tSpeed: 123.45 samples/sec\taccuracy=0.100000\tloss=2.300000\tlr=0.100000\tstep_time_s=0.259200
     [Epoch 0] training: accuracy=0.100000
     [Epoch 0] speed: 123 samples/sec\ttime cost: 12.345678
 
 ``loss`` is ``mx.metric.Loss`` (the running mean of the loss since the epoch began, like the
-accuracy), logged so that the loss curve is recorded.
+accuracy), logged so that the loss curve is recorded; ``step_time_s`` is the wall time per
+step since the previous line (gluon-cv prints no such field; harness's parser reads it).
 """
 
 from __future__ import annotations
@@ -222,11 +223,14 @@ def main() -> int:
             epoch_samples += per_step * accum
             if step % interval == 0 or step == max_steps:
                 n = interval if step % interval == 0 else step % interval
-                speed = per_step * accum * n / (time.time() - tick)
+                elapsed = time.time() - tick
+                speed = per_step * accum * n / elapsed
                 values = [accuracy.get()[1], mean_loss.get()[1]]
                 fields = f"accuracy={values[0]:f}\tloss={values[1]:f}"
+                # step_time_s: seconds per step over the interval, as the other frameworks'
+                # scripts print it, so that step-time statistics and total work exist for MXNet.
                 log(f"Epoch[{epoch}] Batch [{batch_index}]\tSpeed: {speed:f} samples/sec\t{fields}"
-                    f"\tlr={trainer.learning_rate:f}")
+                    f"\tlr={trainer.learning_rate:f}\tstep_time_s={elapsed / n:f}")
                 if not all(math.isfinite(v) for v in values):
                     log(f"error: non-finite metric at step {step}: {fields}")
                     return 1

@@ -34,3 +34,24 @@ def test_the_mxnet_plugin_owns_the_mxnet_framework():
     registry = Harness.load(load_entrypoints=False).registry
     assert registry.frameworks.owner("mxnet") == "harness_mxnet.plugin"
 
+
+
+def test_each_step_line_carries_its_step_time(tmp_path):
+    """The script prints step_time_s per step line (a real two-process CPU run's log), so an
+    MXNet result has step-time statistics and total work like the other frameworks'."""
+    import harness
+    from harness.stats import total_work_rate
+
+    context = plan_context(tmp_path, "mobilenet_v1", "mxnet", nproc=2)
+    log = DATA / "mobilenet_v1_nproc2_step_time.log"
+    parsed = parse_as_launched(context, log)
+    assert len(parsed.steps) == 30 and all(s.step_time_s for s in parsed.steps)
+    first = parsed.steps[0]
+    assert first.step_time_s == pytest.approx(1.128926)
+    # Speed covers the step the time covers: 64 images in 1.128926 s
+    assert first.throughput == pytest.approx(64 / first.step_time_s, rel=1e-4)
+    result = harness.parse(log, format="gluoncv", framework="mxnet", skip=5).result
+    assert result.step_time is not None and result.step_time.n == 25
+    # total work, as a run computes it: the images of the measured steps over their wall time
+    total = total_work_rate([s.throughput for s in parsed.steps], [s.step_time_s for s in parsed.steps], 5)
+    assert total == pytest.approx(64 * 25 / sum(s.step_time_s for s in parsed.steps[5:]), rel=1e-4)

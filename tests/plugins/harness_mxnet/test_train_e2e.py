@@ -17,6 +17,9 @@ def _check(result: dict, tmp_path) -> dict:
     assert result["environment"]["isolated_env"] is True
     assert result["steps_completed"] == 30 and result["loss_final"] < result["loss_first"]
     assert result["peak_memory_bytes"] > 0  # the script's process max RSS line
+    # every step line carries its step time: step-time statistics and total work, as for
+    # the other frameworks (25 measured steps after the 5 warm-up steps)
+    assert result["step_time"]["n"] == 25 and result["throughput"]["total_work"] > 0
     assert index["UNIT"] == "images/s" and index["mission_name"] == "图像分类"
     assert index["FINAL_RESULT"] == pytest.approx(result["throughput"]["value"], rel=1e-3)
     return index
