@@ -112,8 +112,11 @@ def register_frameworks(register: Callable[[FrameworkSpec], None]) -> None:
     """Register training frameworks by calling ``register(FrameworkSpec(...))``.
 
     ``models`` lists the model families the framework implements; every case of those
-    models becomes runnable with ``--framework <name>``. Registering a framework makes
-    this plugin the one the framework's workflow hooks are called on.
+    models becomes runnable with ``--framework <name>``, unless the case asks for a
+    model-parallel layout (``tensor_parallel_degree`` or ``pipeline_parallel_degree`` above
+    1) the framework does not list in ``model_parallel`` (default: data parallel only):
+    `harness list cases` then leaves the framework out and a run says why. Registering a
+    framework makes this plugin the one the framework's workflow hooks are called on.
 
     Example::
 

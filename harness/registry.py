@@ -107,7 +107,38 @@ class Registry:
         return registry
 
     def frameworks_for(self, case: CaseSpec) -> list[str]:
-        return sorted(n for n, fw in self.frameworks.items.items() if case.model in fw.models)
+        """The frameworks that run ``case``: they implement its model and the model-parallel
+        layout it asks for."""
+        return sorted(n for n, fw in self.frameworks.items.items()
+                      if case.model in fw.models and not _missing_layout(case, fw))
+
+    def frameworks_left_out(self, case: CaseSpec) -> dict[str, list[str]]:
+        """Frameworks that implement the case's model but not its model-parallel layout: name ->
+        the dimensions (tensor, pipeline) they lack."""
+        return {name: missing for name, fw in sorted(self.frameworks.items.items())
+                if case.model in fw.models and (missing := _missing_layout(case, fw))}
+
+    def smoke_model(self, case: CaseSpec) -> tuple[dict[str, tuple[object, object]], list[str]]:
+        """What ``--scale smoke`` does to the case's model: key -> (smoke value, the case's
+        own) for the keys that identify the model (its immutable keys the smoke preset
+        replaces), and the other cases of its model family that become the very same model at
+        smoke scale (equal values of every identifying key)."""
+        shrunk = {key: (value, case.params.get(key, case.settings.get(key)))
+                  for key, value in case.smoke.items() if key in case.immutable}
+        model = _smoke_identity(case)
+        alike = sorted(name for name, other in self.cases.items.items()
+                       if name != case.name and other.model == case.model
+                       and _smoke_identity(other) == model)
+        return shrunk, alike
+
+    def layout_gap(self, case: CaseSpec, framework: str) -> str:
+        """Why ``framework`` does not run ``case`` although it implements the model."""
+        runs = self.frameworks.get(framework).model_parallel
+        missing = " or ".join(f"{dimension} parallel {case.model_parallel[dimension]}"
+                              for dimension in _missing_layout(case, self.frameworks.get(framework)))
+        return (f"case {case.name!r} asks for {missing}; framework {framework!r} runs "
+                + (f"{' and '.join(sorted(runs))} parallel besides data parallel" if runs
+                   else "data parallel only"))
 
     def default_framework(self, case: CaseSpec) -> str:
         """The framework a run of ``case`` uses when none is named: PyTorch where it implements
@@ -120,6 +151,9 @@ class Registry:
     def check_case_framework(self, case: CaseSpec, framework: str) -> None:
         self.frameworks.get(framework)
         implementing = self.frameworks_for(case)
+        if framework in self.frameworks_left_out(case):
+            raise UserInputError(f"{self.layout_gap(case, framework)}. Frameworks that run it: "
+                                 f"{', '.join(implementing) or 'none'}.")
         if framework not in implementing:
             choices = ", ".join(implementing) or "none"
             raise UserInputError(
@@ -163,3 +197,14 @@ def distribution_of(plugins: dict[str, PluginInfo], plugin_name: str) -> str:
     """The distribution (pip package) a plugin comes from, as its loading recorded it."""
     info = plugins.get(plugin_name)
     return info.distribution if info is not None else "unknown distribution"
+
+
+def _missing_layout(case: CaseSpec, framework) -> list[str]:
+    """The model-parallel dimensions ``case`` asks for that ``framework`` does not implement."""
+    return [dimension for dimension in case.model_parallel if dimension not in framework.model_parallel]
+
+
+def _smoke_identity(case: CaseSpec) -> dict[str, object]:
+    """The values of the keys that identify the case's model, at smoke scale."""
+    return {key: case.smoke.get(key, case.params.get(key, case.settings.get(key)))
+            for key in sorted(case.immutable)}

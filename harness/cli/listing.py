@@ -85,18 +85,46 @@ def cases_command(
         if not all_cases and not case.headline:
             continue
         rows.append({"case": name, "model": case.model, "unit": case.unit,
-                     "frameworks": list(implementations), "headline": case.headline,
+                     "frameworks": list(implementations),
+                     "left_out": registry.frameworks_left_out(case), "headline": case.headline,
                      "description": case.description})
     if json_output:
         typer.echo(json.dumps(rows, indent=2, ensure_ascii=False))
         return
     print_table(("case", "model", "unit", "frameworks", "description"),
                 ((("* " if row["headline"] else "  ") + row["case"], row["model"], row["unit"],
-                  ", ".join(row["frameworks"]) or "-", row["description"]) for row in rows))
+                  ", ".join(row["frameworks"]) + ("+" if row["left_out"] else "") or "-",
+                  row["description"]) for row in rows))
     if not rows:
         typer.echo("no case matches the filters", err=True)
-    elif any(row["headline"] for row in rows):
+        return
+    if any(row["headline"] for row in rows):
         typer.echo("* headline case", err=True)
+    left_out = _left_out_notes(rows, registry)
+    if left_out:
+        typer.echo("+ frameworks that implement the model but not the case's layout are left out:",
+                   err=True)
+        for line in left_out:
+            typer.echo(f"  {line}", err=True)
+
+
+def _left_out_notes(rows: list[dict], registry) -> list[str]:
+    """One line per framework left out of listed cases: how many, for which layouts, and
+    what it runs instead."""
+    lacking: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    for row in rows:
+        for framework, dimensions in row["left_out"].items():
+            lacking.setdefault(framework, set()).update(dimensions)
+            counts[framework] = counts.get(framework, 0) + 1
+    notes = []
+    for framework in sorted(lacking):
+        runs = registry.frameworks.get(framework).model_parallel
+        instead = (f"{' and '.join(sorted(runs))} parallel besides data parallel" if runs
+                   else "data parallel only")
+        notes.append(f"{framework}: {counts[framework]} case(s) asking for "
+                     f"{' or '.join(sorted(lacking[framework]))} parallel (it runs {instead})")
+    return notes
 
 
 @group.command("frameworks")

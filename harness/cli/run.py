@@ -84,7 +84,7 @@ def run_command(
     elif json_output:
         typer.echo(report.result.model_dump_json(indent=2))
     else:
-        print_summary(report)
+        print_summary(report, registry=state.registry())
     if report.note:
         typer.echo(f"warning: {report.note}", err=True)
     if report.result.status == "interrupted":

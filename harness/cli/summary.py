@@ -23,7 +23,8 @@ def health_text(health) -> str:
     return f"healthy ({', '.join(judged)})"
 
 
-def print_summary(report, console=None) -> None:
+def print_summary(report, console=None, registry=None) -> None:
+    """The run's summary table; with the ``registry`` a smoke-scale run says what model ran."""
     console = console or make_console()
     r = report.result
     table = Table(title=f"harness run {r.run_id}", show_header=False, title_justify="left")
@@ -42,7 +43,7 @@ def print_summary(report, console=None) -> None:
                for p in (r.provenance.plugins if r.provenance else []) if p.hooks and not p.builtin]
     if outside:
         table.add_row("third-party plugins", "; ".join(outside))
-    table.add_row("case", f"{r.case} ({r.config.scale} scale)")
+    table.add_row("case", f"{r.case} ({_scale_text(r, registry)})")
     table.add_row("framework", f"{r.framework} {r.framework_version or ''}")
     devices = r.devices.devices[0].name if r.devices and r.devices.devices else "-"
     table.add_row("vendor", f"{r.vendor}: {devices}")
@@ -94,6 +95,22 @@ def print_summary(report, console=None) -> None:
     table.add_row("run folder", escape(str(report.run_dir)))
     table.add_row("legacy index", escape(str(report.legacy_path)))
     console.print(table)
+
+
+def _scale_text(result, registry) -> str:
+    """``full scale``, or what smoke scale made of the case's model: its identifying values
+    (the case's own in brackets) and the other cases that become the same model."""
+    scale = result.config.scale
+    if scale != "smoke" or registry is None or result.case not in registry.cases:
+        return f"{scale} scale"
+    shrunk, alike = registry.smoke_model(registry.cases.get(result.case))
+    if not shrunk:
+        return f"{scale} scale"
+    values = ", ".join(f"{key} {smoke} (case: {own})" for key, (smoke, own) in shrunk.items())
+    text = f"smoke scale: {values}"
+    if alike:
+        text += f"; the same model as {', '.join(alike)} at smoke scale"
+    return escape(text)
 
 
 def _noisy_flag(cv: float | None) -> str:

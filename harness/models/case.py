@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from harness.models.device import DeviceBackend
 
 ParamValue = Union[bool, int, float, str]
+ModelParallel = Literal["tensor", "pipeline"]
+#: Case parameters that ask for a model-parallel layout, and the dimension each names (the
+#: parameter names of every built-in case; a case without them is data parallel).
+MODEL_PARALLEL_PARAMS: dict[str, ModelParallel] = {
+    "tensor_parallel_degree": "tensor", "pipeline_parallel_degree": "pipeline"}
 
 
 class CaseSpec(BaseModel):
@@ -81,6 +86,17 @@ class CaseSpec(BaseModel):
                         "`harness equivalence` reports them with its verdict.",
     )
 
+    @property
+    def model_parallel(self) -> dict[ModelParallel, int]:
+        """The model-parallel degrees the case asks for (``{"tensor": 16}``); empty for a
+        data-parallel case."""
+        degrees: dict[ModelParallel, int] = {}
+        for key, dimension in MODEL_PARALLEL_PARAMS.items():
+            value = self.params.get(key, 1)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 1:
+                degrees[dimension] = value
+        return degrees
+
 
 class FrameworkSpec(BaseModel):
     """A framework a plugin can train with."""
@@ -91,6 +107,11 @@ class FrameworkSpec(BaseModel):
     description: str = Field("", description="One line about the framework, e.g. how it launches.")
     models: frozenset[str] = Field(description="Model families this framework implements.")
     log_format: str = Field(description="Name of the log format its training scripts print.")
+    model_parallel: frozenset[ModelParallel] = Field(
+        frozenset(), description="Model-parallel layouts its training scripts implement besides "
+                                 "data parallel (tensor, pipeline); a case asking for another is "
+                                 "not one this framework runs (`harness list cases` leaves it out).",
+    )
     equivalence_models: frozenset[str] = Field(
         frozenset(), description="Model families whose training scripts implement the "
                                  "`equivalence` section of the resolved config (canonical "

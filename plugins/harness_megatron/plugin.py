@@ -27,6 +27,7 @@ def register_frameworks(register) -> None:
                     "distributed optimizer (NVIDIA GPUs)",
         models=frozenset({"gpt"}),
         log_format="megatron",
+        model_parallel=frozenset({"tensor", "pipeline"}),
     ))
 
 

@@ -48,6 +48,8 @@ def register_frameworks(register) -> None:
         models=frozenset(TRAIN_SCRIPTS),
         equivalence_models=EQUIVALENCE_MODELS,
         log_format="paddlenlp",
+        # fleet hybrid parallel: tensor parallel (GPUs); the harness GPT has no pipeline stages.
+        model_parallel=frozenset({"tensor"}),
     ))
 
 

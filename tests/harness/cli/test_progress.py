@@ -134,3 +134,24 @@ def test_summary_flags_noise_where_the_number_is():
     assert "CV 3.0%" in quiet and "noisy" not in quiet  # at the threshold: not above it
     repeats = _summary_text(make_result("repeat-run", value=100.0, repeats=[90.0, 100.0, 110.0]))
     assert "90.0, 100.0, 110.0 (CV 10.0% (noisy: above 3%))" in repeats
+
+
+def test_summary_says_what_model_smoke_scale_ran():
+    """Smoke scale shrinks every GPT case to one model: the summary says so, with the case's
+    own values."""
+    registry = _registry()
+    result = make_result("smoke-run", value=100.0, case="gpt3_6.7B")
+    assert result.config.scale == "smoke"
+    report = SimpleNamespace(result=result, run_dir=Path("/r"), legacy_path=Path("/r/index/x"))
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=400, force_terminal=False), registry=registry)
+    text = buffer.getvalue()
+    assert ("gpt3_6.7B (smoke scale: num_layers 2 (case: 32), hidden_size 128 (case: 4096), num_heads 4 "
+            "(case: 32), seq_len 256 (case: 2048), vocab_size 2048 (case: 50304); the same model as "
+            "gpt3_1.3B, gpt3_125M, gpt3_13B, gpt3_2.7B, gpt3_350M at smoke scale)") in text
+    full = make_result("full-run", value=100.0, case="gpt3_6.7B")
+    full = full.model_copy(update={"config": full.config.model_copy(update={"scale": "full"})})
+    report.result = full
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=400, force_terminal=False), registry=registry)
+    assert "gpt3_6.7B (full scale)" in buffer.getvalue()

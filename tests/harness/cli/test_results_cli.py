@@ -121,3 +121,20 @@ def test_list_cases_headline_first_filters_and_json(capsys):
     assert main(["list", "cases", "--json", "--headline"]) == 0
     assert all(c["headline"] for c in json.loads(capsys.readouterr().out))
     assert main(["list", "cases", "--framework", "tensorflow"]) == 2
+
+
+def test_list_cases_shows_only_the_frameworks_that_run_a_layout(capsys):
+    assert main(["list", "cases", "--json"]) == 0
+    cases = {c["case"]: c for c in json.loads(capsys.readouterr().out)}
+    assert cases["MP_1x16x1_16_3072x16"]["frameworks"] == ["megatron", "paddle"]
+    assert cases["MP_1x16x1_16_3072x16"]["left_out"] == {"pytorch": ["tensor"]}
+    assert cases["gpt3_6.7B"]["left_out"] == {}
+    assert main(["list", "cases", "--framework", "pytorch", "--json"]) == 0
+    assert "DP_PP_1x1x4_512_1536x16" not in {c["case"] for c in json.loads(capsys.readouterr().out)}
+    assert main(["list", "cases"]) == 0
+    captured = capsys.readouterr()
+    [row] = [line for line in captured.out.splitlines() if "MP_1x16x1_16_3072x16" in line]
+    assert "megatron, paddle+" in row and "pytorch" not in row
+    assert "pytorch: 17 case(s) asking for pipeline or tensor parallel (it runs data parallel only)" in captured.err
+    assert "paddle: 6 case(s) asking for pipeline parallel (it runs tensor parallel besides data " \
+           "parallel)" in captured.err
