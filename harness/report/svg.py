@@ -91,6 +91,7 @@ def line_chart(
     legend_extra: list[tuple[str, str, bool]] = (),  # (text, colour, dashed) legend-only entries
     y_from_data: bool = False,  # the y axis spans the data (loss curves) instead of starting at 0
 ) -> str:
+    width_in, height_in = width, height
     entries = [(s.name, s.color or PALETTE[i % len(PALETTE)], s.dashed)
                for i, s in enumerate(series) if s.legend] + list(legend_extra)
     legend_rows = _legend_rows(entries, width)
@@ -172,8 +173,9 @@ def line_chart(
                f'fill="#374151" text-anchor="middle">{escape(y_label)}</text>')
     for line in hlines:
         y = py(line.y)
-        out.append(f'<line x1="{margin_left}" x2="{margin_left + plot_w}" y1="{y:.1f}" y2="{y:.1f}" '
-                   f'stroke="{line.color}" stroke-width="1.2" stroke-dasharray="6 4"/>')
+        out.append(f'<line class="reference" x1="{margin_left}" x2="{margin_left + plot_w}" '
+                   f'y1="{y:.1f}" y2="{y:.1f}" stroke="{line.color}" stroke-width="1.2" '
+                   f'stroke-dasharray="6 4"/>')
     # Labels go where they cover no data line, no marker and no other label.
     placer = LabelPlacer(plot=(margin_left, margin_top, margin_left + plot_w, margin_top + plot_h))
     for item in series:
@@ -192,14 +194,33 @@ def line_chart(
                                              (x0 + 4, margin_top + 30), (x0 + 4, margin_top + plot_h - 22)])
         if box:
             labels.append(_label_text(box, shade.label, 11, "#92400e"))
+    # A reference line's label goes next to it where that is free of data lines, markers and
+    # labels; where nothing near it is free (a noisy series all around the mean), it goes to
+    # the legend, as a dashed entry, rather than over the lines.
+    # The reference lines themselves are lines the other labels must not cover.
     for line in hlines:
+        placer.add_polyline([(margin_left, py(line.y)), (margin_left + plot_w, py(line.y))])
+    crowded = []
+    for line in hlines:
+        if not line.label:
+            continue
         y = py(line.y)
         right, left = margin_left + plot_w - 4, margin_left + 4
         width = text_width(line.label, 11)
         spots = [(sx, y + dy) for dy in (-5, 14, -19, 28, -33, 42, -47, 56)
                  for sx in (right - width, left, (left + right - width) / 2)]
-        box = placer.place(line.label, 11, spots) or placer.place(line.label, 11, spots, force=True)
-        labels.append(_label_text(box, line.label, 11, line.color))
+        box = placer.place(line.label, 11, spots)
+        if box is None:
+            crowded.append(line)
+        else:
+            labels.append(_label_text(box, line.label, 11, line.color))
+    if crowded:
+        return line_chart(
+            series, title=title, x_label=x_label, y_label=y_label, x_scale=x_scale, x_ticks=x_ticks,
+            x_tick_labels=x_tick_labels, shades=shades, width=width_in, height=height_in,
+            hlines=[HLine(h.y, "" if h in crowded else h.label, h.color) for h in hlines],
+            chart_id=chart_id, y_from_data=y_from_data,
+            legend_extra=list(legend_extra) + [(h.label, h.color, True) for h in crowded])
     for index, item in enumerate(series):
         color = item.color or PALETTE[index % len(PALETTE)]
         points = sorted(item.points)

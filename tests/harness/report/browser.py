@@ -41,6 +41,11 @@ document.addEventListener('DOMContentLoaded', function () {
     svg.querySelectorAll('polyline.series').forEach(function (p) {
       lines.push(p.getAttribute('points'));
     });
+    // reference lines (the dashed FINAL_RESULT mean) are lines a label must not cover too
+    svg.querySelectorAll('line.reference').forEach(function (l) {
+      lines.push(l.getAttribute('x1') + ',' + l.getAttribute('y1') + ' ' +
+                 l.getAttribute('x2') + ',' + l.getAttribute('y2'));
+    });
     var points = [];
     svg.querySelectorAll('circle.point').forEach(function (c) {
       points.push([parseFloat(c.getAttribute('cx')), parseFloat(c.getAttribute('cy'))]);
@@ -146,7 +151,7 @@ class RenderedReport:
     rects: list[dict]
     image: Image
     png: Path
-    geometry: dict  # chart id -> {"labels": [bbox], "lines": [points attr], "points": [[x, y]]}
+    geometry: dict  # chart id -> {"labels": [bbox], "lines": [points attr of data and reference lines], "points": [[x, y]]}
 
 
 def render_report(report_html: Path, workdir: Path, artifact_name: str) -> RenderedReport:
@@ -197,7 +202,8 @@ def ink_fraction(image: Image, rect: dict, inset: int = 2) -> tuple[float, set]:
 
 def label_collisions(geometry: dict) -> list[str]:
     """Chart labels (as Chromium laid them out) that overlap another label, cross a data line
-    or cover a marker; empty when every label sits in free space."""
+    or a reference line (the dashed FINAL_RESULT mean) or cover a marker; empty when every
+    label sits in free space."""
     from harness.report.svg import segment_hits_box
 
     problems = []
@@ -210,7 +216,7 @@ def label_collisions(geometry: dict) -> list[str]:
             for points in parts["lines"]:
                 coords = [tuple(map(float, p.split(","))) for p in points.split()]
                 if any(segment_hits_box(p, q, box, gap=0.0) for p, q in zip(coords, coords[1:])):
-                    problems.append(f"{chart}: {text!r} crosses a data line")
+                    problems.append(f"{chart}: {text!r} crosses a line")
                     break
             for x, y in parts["points"]:
                 if box[0] - 3 < x < box[2] + 3 and box[1] - 3 < y < box[3] + 3:

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from harness.app import Harness
+from harness.models import BenchmarkResult
+from harness.report.build import fmt_value
+from harness.store import ResultStore
 from harness.report import generate_report
 from tests.harness.report.browser import (chromium_binary, ink_fraction, label_collisions,
                                          render_report)
@@ -78,3 +84,48 @@ def test_crowded_labels_do_not_overlap_and_history_renders(tmp_path):
     assert len(history) == 1
     assert [label["text"] for label in rendered.geometry[history[0]]["labels"]] == ["-20%"]
     assert '<table class="regressions">' in rendered.dom and "hist-2" in rendered.dom
+
+
+NOISY_RUN = Path(__file__).parent / "data" / "noisy_cpu_run"
+
+
+def test_reference_labels_cover_no_line_on_a_real_noisy_run(tmp_path):
+    """A real 100-step CPU run whose steps scatter around their mean (recorded as it ran: its
+    result.json and train.log): no spot near the dashed FINAL_RESULT line is free of the data
+    line, so its label goes to the legend instead of over the lines. Its chart is checked
+    against the data line and the dashed line as Chromium laid them out."""
+    root = tmp_path / "results"
+    result = BenchmarkResult.model_validate_json((NOISY_RUN / "result.json").read_text())
+    run_dir = root / result.run_id
+    run_dir.mkdir(parents=True)
+    shutil.copyfile(NOISY_RUN / "train.log", run_dir / "train.log")
+    ResultStore(root).add(result, run_dir)
+    written = generate_report(root, tmp_path / "report", registry=Harness.load(load_entrypoints=False).registry)
+    rendered = render_report(written.html, tmp_path, "report-noisy-run.png")
+    [chart] = [chart for chart in rendered.geometry if chart.startswith("steps-")]
+    parts = rendered.geometry[chart]
+    assert len(parts["lines"]) == 2  # the data line and the dashed FINAL_RESULT line
+    assert label_collisions(rendered.geometry) == []
+    label = f"FINAL_RESULT {fmt_value(result.throughput.value)}"
+    svg = rendered.dom.split(f'id="{chart}"')[1].split("</svg>")[0]
+    assert svg.count(label) == 1  # next to its line where free, else in the legend
+    if label not in [b["text"] for b in parts["labels"]]:
+        assert 'stroke-dasharray="5 4"' in svg  # the legend's dashed swatch
+
+
+
+def test_a_reference_label_with_no_free_spot_is_not_drawn_over_the_lines(tmp_path):
+    """A run whose step throughput swings across the whole chart every step leaves no free
+    spot near the dashed FINAL_RESULT line: its label goes to the legend, not over the data
+    line and the dashed line (as a forced placement drew it)."""
+    root = tmp_path / "results"
+    values = [100.0 if step % 2 else 1900.0 for step in range(1, 101)]
+    result = make_result("swinging", value=1000.0, batch=8)
+    record(root, result, log_lines=megatron_lines(values, 8))
+    written = generate_report(root, tmp_path / "report", registry=Harness.load(load_entrypoints=False).registry)
+    rendered = render_report(written.html, tmp_path, "report-swinging-run.png")
+    assert label_collisions(rendered.geometry) == []
+    [chart] = [chart for chart in rendered.geometry if chart.startswith("steps-")]
+    assert "FINAL_RESULT 1,000.0" not in [b["text"] for b in rendered.geometry[chart]["labels"]]
+    svg = rendered.dom.split(f'id="{chart}"')[1].split("</svg>")[0]
+    assert svg.count("FINAL_RESULT 1,000.0") == 1  # a dashed legend entry

@@ -35,3 +35,45 @@ def test_point_labels_at_the_same_spot_are_separated():
     spots = re.findall(r'<text class="label" x="([\d.]+)" y="([\d.]+)"', svg)
     assert len(spots) == 2 and spots[0] != spots[1]
     assert abs(float(spots[0][1]) - float(spots[1][1])) > 10  # one above the other
+
+
+def _label_boxes(svg: str) -> dict[str, tuple[float, float, float, float]]:
+    """Each in-plot label's box as the placer reserved it (from its x and baseline)."""
+    import re
+
+    from harness.report.svg import text_width
+
+    boxes = {}
+    for x, y, size, text in re.findall(r'<text class="label" x="([\d.]+)" y="([\d.]+)" '
+                                       r'font-size="([\d.]+)"[^>]*>([^<]*)</text>', svg):
+        x, y, size = float(x), float(y), float(size)
+        boxes[text] = (x, y - 0.8 * size, x + text_width(text, size), y + 0.22 * size)
+    return boxes
+
+
+def test_a_reference_label_never_covers_a_line_it_goes_to_the_legend_instead():
+    """A series swinging across the whole plot every step leaves no free spot near the dashed
+    FINAL_RESULT line: the label must not be forced over the lines; it becomes a dashed
+    legend entry."""
+    import re
+
+    from harness.report.svg import HLine, Series, Shade, line_chart, segment_hits_box
+
+    values = [100.0 if step % 2 else 1900.0 for step in range(1, 101)]
+    points = [(float(step), value) for step, value in enumerate(values, start=1)]
+    svg = line_chart([Series("step throughput", points, color="#0072B2", legend=False)],
+                     title="t", x_label="step", y_label="tokens/s", width=520, height=300,
+                     shades=[Shade(0.5, 5.5, "warm-up: 5 steps skipped")],
+                     hlines=[HLine(1000.0, "FINAL_RESULT 1,000.0")])
+    assert "FINAL_RESULT 1,000.0" not in _label_boxes(svg)
+    assert svg.count("FINAL_RESULT 1,000.0") == 1
+    legend = svg[svg.index('stroke-dasharray="5 4"'):]
+    assert "FINAL_RESULT 1,000.0" in legend  # a dashed legend entry
+    # and no in-plot label crosses the data line or the dashed line
+    [polyline] = re.findall(r'<polyline class="series" points="([^"]+)"', svg)
+    coords = [tuple(map(float, p.split(","))) for p in polyline.split()]
+    [reference] = re.findall(r'<line class="reference" x1="([\d.]+)" x2="([\d.]+)" y1="([\d.]+)"', svg)
+    x1, x2, y = map(float, reference)
+    segments = list(zip(coords, coords[1:])) + [((x1, y), (x2, y))]
+    for text, box in _label_boxes(svg).items():
+        assert not any(segment_hits_box(p, q, box, gap=0.0) for p, q in segments), text
