@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 
 from harness.cli.main import main
 from harness.app import Harness
-from harness.compare import Side, compare_sides
+from harness.compare import Side, compare_runs, compare_sides
+from harness.models import BenchmarkResult
+from harness.store import ResultStore
 from harness.report.steps import log_step_samples
 from tests.harness.report.conftest import NOISY, QUIET, step_log
 from harness.report.data import ReportRun, load_runs
@@ -278,3 +282,39 @@ def test_frameworks_comparison_cites_the_stored_equivalence_check(tmp_path, caps
     out = capsys.readouterr().out
     assert (f"{pt.case}: equivalent workload: checked on 2026-11-27 (pytorch, paddle, smoke scale, "
             "3 steps fp32), max loss difference 3.00e-06") in " ".join(out.split())
+
+
+MXNET_RUNS = Path(__file__).parent / "data" / "mxnet_cpu_runs"
+
+
+def recorded_real_runs(root: Path) -> dict[str, ReportRun]:
+    """Three real two-process MXNet MobileNetV1 smoke runs of one config on a busy two-core
+    CPU (result.json and train.log as they were recorded), in a results folder."""
+    runs = {}
+    for folder in sorted(MXNET_RUNS.iterdir()):
+        result = BenchmarkResult.model_validate_json((folder / "result.json").read_text())
+        run_dir = root / result.run_id
+        run_dir.mkdir(parents=True)
+        shutil.copyfile(folder / "train.log", run_dir / "train.log")
+        ResultStore(root).add(result, run_dir)
+        runs[result.run_id[:15]] = ReportRun(result, run_dir)
+    return runs
+
+
+def test_real_runs_21_percent_apart_are_beyond_noise(tmp_path, capsys):
+    """Two real runs of one config, the second 20.5% slower with step-time CVs of 30% and 19%:
+    the old rule (|B/A - 1| > 2 x combined CV = 70%) called it noise; the per-step test finds
+    it, and a 5% difference of the same runs' kind stays within noise."""
+    runs = recorded_real_runs(tmp_path / "results")
+    read = log_step_samples(Harness.load().registry)
+    [slower] = compare_runs(runs["20261128-004915"], runs["20261128-005546"], read_samples=read).pairs
+    assert slower.change == pytest.approx(-0.2045, abs=1e-3)
+    assert len(slower.samples_a) == len(slower.samples_b) == 25
+    assert slower.noise_a.cv == pytest.approx(0.2956, abs=1e-3) and slower.noise_b.cv == pytest.approx(0.1868, abs=1e-3)
+    assert slower.beyond_noise is True and slower.interval.high < 1.0
+    [close] = compare_runs(runs["20261128-005412"], runs["20261128-005546"], read_samples=read).pairs
+    assert close.change == pytest.approx(-0.052, abs=1e-3) and close.beyond_noise is False
+    assert main(["compare", "20261128-004915", "20261128-005546", "--output", str(tmp_path / "results"),
+                 "--json"]) == 0
+    [pair] = json.loads(capsys.readouterr().out)["pairs"]
+    assert pair["beyond_noise"] is True and pair["median_ratio_ci"][1] < 1.0
