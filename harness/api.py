@@ -59,7 +59,8 @@ def run(
     The arguments are ``harness run``'s options; ``settings`` are its ``--set key=value``
     overrides of the case's settings and hyper-parameters (``{"seq_len": 512, "seed": 7}``),
     each converted to the type of the case's default. ``scale="smoke"`` shrinks the case for a
-    CPU. ``wheelhouse`` builds the framework's environment offline from that folder of wheels. ``observer`` receives progress events (default: none shown); ``app`` is the set of
+    CPU. ``wheelhouse`` builds the framework's environment offline from that folder of wheels.
+    ``observer`` receives progress events (default: none shown); ``app`` is the set of
     loaded plugins (default: every installed one, ``Harness.load()``).
 
     Returns the recorded result, also when the run failed, was interrupted or terminated
