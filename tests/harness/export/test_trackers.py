@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,6 +114,10 @@ def test_wandb_offline_runs_hold_the_tensorboard_series_and_the_metadata(results
     for tag, values in tensorboard.items():
         assert [(s, pytest.approx(v, rel=1e-6)) for s, v in values] == {**steps, **device}[tag]
     assert not list((out / "wandb").glob("offline-run-*-no-folder"))
+    # wandb's own sync tool takes the folder for an offline run it would upload
+    synced = subprocess.run([sys.executable, "-m", "wandb", "sync", "--dry-run", str(folder)],
+                            capture_output=True, text=True, timeout=300)
+    assert synced.returncode == 0 and "Would sync 1 run(s)" in synced.stdout + synced.stderr
     # Exported again: the run is there already and stays as it is.
     assert main(["results", "export", "--output", str(results), "--wandb", str(out)]) == 0
     assert "0 runs" in capsys.readouterr().err
