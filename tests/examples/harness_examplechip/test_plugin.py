@@ -116,7 +116,7 @@ def test_gpt_trains_on_one_and_two_chips(chip_env, tmp_path):
 @pytest.mark.slow
 def test_bert_and_resnet_train_on_the_chip(chip_env, tmp_path):
     for case in ("bert_base_seq128", "resnet50"):
-        result = chip_run(chip_env, tmp_path, "--case", case, "--max-steps", "6", "--nproc", "1")
+        result = chip_run(chip_env, tmp_path, "--case", case, "--max-steps", "9", "--nproc", "1")
         check_chip_result(result, 1)
 
 
