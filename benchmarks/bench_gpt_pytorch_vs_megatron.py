@@ -27,7 +27,7 @@ FRAMEWORKS = ("pytorch", "megatron")
 
 def run_case(framework: str, args: argparse.Namespace) -> dict:
     argv = [sys.executable, "-m", "harness", "run", "--vendor", "nvidia", "--case", args.case,
-            "--framework", framework, "--max-steps", str(args.max_steps),
+            "--framework", framework, "--max-steps", str(args.max_steps), "--nproc", str(args.nproc),
             "--set", f"skip_steps={args.skip_steps}",
             # Equal settings whatever each framework's vendor default is; recompute set here so
             # that neither framework's memory planner may turn it on for one side only.
@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--case", default="gpt3_1.3B", help="a GPT case both frameworks run")
     parser.add_argument("--max-steps", type=int, default=30)
+    parser.add_argument("--nproc", type=int, default=1, help="GPUs (processes) of both runs")
     parser.add_argument("--skip-steps", type=int, default=10)
     parser.add_argument("--output", type=Path, default=Path("results/side_by_side"))
     parser.add_argument("--grad-accum", type=int, default=1,
