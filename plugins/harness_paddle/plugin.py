@@ -2,7 +2,7 @@
 
 The training scripts under ``scripts/`` run with the interpreter of a virtual environment
 that holds only Paddle and its dependencies (built once by ``harness.envs``), directly for
-one process or under ``python -m paddle.distributed.launch`` for several.
+one process or under ``paddle.distributed.launch`` for several (``scripts/distributed_launch.py``).
 """
 
 from __future__ import annotations
@@ -117,9 +117,7 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
     if settings.world_size == 1:
         argv = [env.python, *script_args]
     else:
-        launcher = ([str(SCRIPTS / "cpu_launch.py")] if context.devices.kind == "cpu"
-                    else ["-m", "paddle.distributed.launch"])
-        argv = [env.python, *launcher, "--nproc_per_node", str(settings.nproc),
+        argv = [env.python, str(SCRIPTS / "distributed_launch.py"), "--nproc_per_node", str(settings.nproc),
                 "--log_dir", str(context.run_dir / "paddle_launch")]
         if settings.nnodes > 1:
             argv += ["--nnodes", str(settings.nnodes), "--master", str(context.rendezvous_endpoint),

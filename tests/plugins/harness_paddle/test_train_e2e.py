@@ -37,13 +37,12 @@ def test_gpt_smoke_and_environment_reuse(harness_cli, tmp_path):
     assert seconds < 5
 
 
-@pytest.mark.xfail(reason="known defect: Paddle's multi-process launch under the core's isolated (python -I) bootstrap is not yet verified and fails", strict=False)
 def test_gpt_data_parallel_two_processes(harness_cli, tmp_path):
     result = smoke_result(harness_cli, "--case", "gpt3_6.7B", "--framework", "paddle", "--nproc", "2")
     index = legacy_index(tmp_path, result)
     _check(result, index, "tokens/s")
     assert result["run_mode"] == "mp" and index["gpu_num"] == 2
-    assert result["global_batch_size"] == 2 * result["micro_batch_size"]
+    assert result["global_batch_size"] == 2 * result["config"]["settings"]["micro_batch_size"]
 
 
 def test_bert_smoke(harness_cli, tmp_path):
@@ -77,7 +76,6 @@ def test_fp16_on_cpu_is_refused(harness_cli):
     assert proc.returncode == 2 and "vendor 'cpu' has no fp16" in proc.stderr
 
 
-@pytest.mark.xfail(reason="known defect: Paddle's multi-process launch under the core's isolated (python -I) bootstrap is not yet verified and fails", strict=False)
 def test_gpt_two_nodes_on_localhost_are_one_job(framework_cache, tmp_path):
     """paddle.distributed.launch across two nodes on one host (--master, --nnodes, --rank):
     one job result on node 0 that lists both nodes, every node exits 0."""
