@@ -54,10 +54,14 @@ def display_path(path: Path) -> str:
     so results from different machines and processes name the same file alike, whatever is
     on ``sys.path``; absolute for a file outside any package."""
     resolved = path.resolve()
-    packages = [parent for parent in resolved.parents if (parent / "__init__.py").is_file()]
-    if packages:
-        return resolved.relative_to(packages[-1].parent).as_posix()
-    return str(resolved)
+    package = next((parent for parent in resolved.parents if (parent / "__init__.py").is_file()), None)
+    if package is None:
+        return str(resolved)
+    # up through the packages it is a subpackage of, not past a plain folder: a plugin
+    # package kept in a folder of another package's tree is still its own top level
+    while (package.parent / "__init__.py").is_file():
+        package = package.parent
+    return resolved.relative_to(package.parent).as_posix()
 
 
 def plugin_records(harness: Harness) -> list[PluginRecord]:

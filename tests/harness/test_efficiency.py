@@ -7,8 +7,8 @@ import pytest
 from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, FlopsEstimate
 from harness.models.efficiency import compute_efficiency
-from harness.app import Harness
 from harness.runner.pipeline import RunRequest, plan
+from tests.harness.core_harness import FIXTURE_VENDOR, fixture_harness
 
 
 def test_mfu_against_hand_computed_value():
@@ -64,19 +64,20 @@ class FakeGpuVendor:
 
 
 def test_hook_device_peak_flops():
-    harness = Harness.load(load_entrypoints=False, extra=(FakeGpuVendor(),))
+    harness = fixture_harness(FakeGpuVendor())
     router = harness.router()
     devices = router.discover_devices("fakegpu")
     assert router.device_peak_flops(devices, "bf16") == 100e12
     assert router.device_peak_flops(devices, "fp32") is None
-    cpu = router.discover_devices("cpu")
+    # another vendor's devices: the fake GPUs' peak table is not asked
+    cpu = router.discover_devices(FIXTURE_VENDOR)
     assert router.device_peak_flops(cpu, "bf16") is None
 
 
-def test_hook_model_flops(tmp_path):
-    harness = Harness.load(load_entrypoints=False)
-    context = plan(harness, RunRequest(case="gpt3_1.3B", output=tmp_path))
-    estimate = harness.router().model_flops(context)
+def test_hook_model_flops(gpt_harness, tmp_path):
+    # the case catalog's formula, whichever framework trains the case (here the fixture's)
+    context = plan(gpt_harness, RunRequest(case="gpt3_1.3B", vendor=FIXTURE_VENDOR, output=tmp_path))
+    estimate = gpt_harness.router().model_flops(context)
     # 24 layers, hidden 2048, seq 2048, vocab 50304: N = 24(12h² + 13h) + (V + s)h + 2h.
     h = 2048
     n = 24 * (12 * h * h + 13 * h) + (50304 + 2048) * h + 2 * h
@@ -86,8 +87,8 @@ def test_hook_model_flops(tmp_path):
 
 
 def test_accelerator_runs_default_to_every_visible_device(tmp_path):
-    harness = Harness.load(load_entrypoints=False, extra=(FakeGpuVendor(),))
+    harness = fixture_harness(FakeGpuVendor())
     context = plan(harness, RunRequest(case="gpt3_1.3B", vendor="fakegpu", output=tmp_path))
     assert context.config.settings.nproc == 3
-    context = plan(harness, RunRequest(case="gpt3_1.3B", vendor="cpu", output=tmp_path))
+    context = plan(harness, RunRequest(case="gpt3_1.3B", vendor=FIXTURE_VENDOR, output=tmp_path))
     assert context.config.settings.nproc == 1

@@ -1,5 +1,6 @@
 """Planning (skip reasons, resume by config hash) and running (failure isolation, Ctrl-C) of
-sweeps, with the toy framework of the hook tests: each run is a tiny real subprocess."""
+sweeps, with the toy framework and vendor of the hook tests (no built-in framework or vendor
+plugin loaded): each run is a tiny real subprocess."""
 
 from __future__ import annotations
 
@@ -10,13 +11,13 @@ import pytest
 
 from harness import hookimpl
 from harness.models import DeviceInfo, DeviceSet, LaunchSpec, VendorSpec
-from harness.app import Harness
 from harness.runner.observer import RunObserver
 from harness.store import ResultStore
 from harness.sweep.planner import SweepOptions, plan_sweep
 from harness.sweep.progress import SweepObserver, SweepProgress
 from harness.sweep.runner import SWEEP_FILE, run_sweep
 from harness.sweep.spec import SweepPoint, apply_cli_axes
+from tests.harness.core_harness import core_harness
 from tests.harness.test_hooks import ToyPlugin, VendorWrapper
 
 
@@ -49,8 +50,7 @@ class ToyGpuVendor:
 
 @pytest.fixture
 def toy_pm():
-    harness = Harness.load(load_entrypoints=False, blocked=set(),
-                             extra=(ToyPlugin(), VendorWrapper(), ToyGpuVendor()))
+    harness = core_harness(ToyPlugin(), VendorWrapper(), ToyGpuVendor())
     return harness, harness.registry
 
 
@@ -59,15 +59,16 @@ def _options(tmp_path):
 
 
 def _points(**axes):
-    return apply_cli_axes([], {"case": ["toy"], "framework": ["toyfw"], **axes}, {})
+    return apply_cli_axes([], {"case": ["toy"], "framework": ["toyfw"], "vendor": ["toyvendor"], **axes}, {})
 
 
 def test_skip_reasons(toy_pm, tmp_path):
     harness, registry = toy_pm
     points = _points(vendor=["toygpu"], nproc=[1, 4], precision=["fp32", "fp16"])
-    points += [SweepPoint(case="toy", framework="nosuchfw"), SweepPoint(case="nosuchcase"),
+    points += [SweepPoint(case="toy", framework="nosuchfw", vendor="toyvendor"),
+               SweepPoint(case="nosuchcase", vendor="toyvendor"),
                SweepPoint(case="toy", vendor="toygpu", nnodes=2, nproc=1),
-               SweepPoint(case="toy", framework="toyfw", set=(("nosuchkey", 1),))]
+               SweepPoint(case="toy", framework="toyfw", vendor="toyvendor", set=(("nosuchkey", 1),))]
     planned = plan_sweep(harness, points, _options(tmp_path))
     states = [(p.point.nproc, p.point.precision, p.state) for p in planned[:4]]
     assert states == [(1, "fp32", "todo"), (1, "fp16", "skipped"), (4, "fp32", "skipped"),
@@ -210,8 +211,7 @@ def test_hook_unsupported_reason(tmp_path):
         def unsupported_reason(self, context):
             return "a bystander refuses everything"
 
-    harness = Harness.load(load_entrypoints=False, blocked=set(),
-                             extra=(ToyFrameworkWithoutFp16(), ToyGpuVendor(), Bystander()))
+    harness = core_harness(ToyFrameworkWithoutFp16(), ToyGpuVendor(), Bystander())
     points = _points(vendor=["toygpu"], precision=["fp32", "fp16"])
     planned = plan_sweep(harness, points, _options(tmp_path))
     assert [p.state for p in planned] == ["todo", "skipped"]
@@ -276,9 +276,9 @@ def test_unsupported_reason_is_asked_once_per_point(tmp_path):
             return None
 
     plugin = CountingToyFramework()
-    harness = Harness.load(load_entrypoints=False, blocked=set(), extra=(plugin,))
+    harness = core_harness(plugin, VendorWrapper())
     options = _options(tmp_path)
-    points = apply_cli_axes(_points(vendor=["cpu"], scale=["smoke"]),
+    points = apply_cli_axes(_points(scale=["smoke"]),
                             {"set": [{"width": 4}, {"width": 5}]}, {})
     planned = plan_sweep(harness, points, options)
     assert [p.state for p in planned] == ["todo", "todo"]
