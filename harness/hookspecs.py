@@ -149,14 +149,23 @@ def register_log_formats(register: Callable[[LogFormat], None]) -> None:
     """Register log formats (``harness.logformat.LogFormat`` instances).
 
     Framework plugins contribute the formats of their ecosystem; ``harness parse`` and the
-    live progress display use them. A format says whether a line is one of its own
-    (``detect``) and gives a line-by-line parser (``new_parser`` -> ``feed``/``finish``).
+    live progress display use them. A format declares its name, unit and parser class in its
+    class statement (its docstring is its description), says whether a line is one of its
+    own (``detect``) and gives a line-by-line parser (``new_parser`` -> ``feed``/``finish``).
 
     Example::
 
+        # myfw_harness/myfw_log.py
+        class MyFwFormat(LogFormat, name="myfw", unit="samples/s", parser=MyFwParser):
+            \"\"\"MyFw step lines: 'step N ... X samples/s'\"\"\"
+
+            def detect(self, line):
+                return line.startswith("step ") and "samples/s" in line
+
+        # myfw_harness/log_formats_plugin.py
         @hookimpl
         def register_log_formats(register):
-            from myfw_harness.log_format import MyFwFormat  # a LogFormat subclass
+            from myfw_harness.myfw_log import MyFwFormat
 
             register(MyFwFormat())
     """

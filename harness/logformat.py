@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from typing import Any
 
@@ -26,7 +27,14 @@ class LogFormat(ABC):
     A format names itself, its unit, the framework that writes it and its default aggregation
     method, says whether a line is one of its own (``detect``), and names the class of its
     line-by-line parser (``parser``), which ``new_parser`` builds with the format's name and
-    unit.
+    unit. It declares them in its class statement, its docstring being its description::
+
+        class MyFormat(LogFormat, name="myfw", unit="samples/s", parser=MyParser):
+            \"\"\"MyFw step lines: 'step N ... X samples/s'\"\"\"
+
+            def detect(self, line): ...
+
+    Class attributes of the same names (``name = "myfw"``, ``description = ...``) work too.
     """
 
     name: str = ""
@@ -36,6 +44,19 @@ class LogFormat(ABC):
     default_method: str = "mean-after-warmup"
     #: The parser class; built as ``parser(format_name=name, default_unit=unit, **hints)``.
     parser: type[LogParser] | None = None
+
+    def __init_subclass__(cls, *, name: str | None = None, unit: str | None = None,
+                          framework: str | None = None, default_method: str | None = None,
+                          parser: type[LogParser] | None = None, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        declared = {"name": name, "unit": unit, "framework": framework,
+                    "default_method": default_method, "parser": parser}
+        for field, value in declared.items():
+            if value is not None:
+                setattr(cls, field, value)
+        if "description" not in cls.__dict__ and cls.__doc__:
+            # the docstring's lines joined into one (spacing within a line kept as written)
+            cls.description = " ".join(line.strip() for line in inspect.cleandoc(cls.__doc__).splitlines())
 
     @abstractmethod
     def detect(self, line: str) -> bool:

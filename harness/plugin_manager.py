@@ -17,8 +17,8 @@ from harness.errors import HarnessError, UserInputError
 
 #: Built-in plugins, registered exactly like third-party ones.
 DEFAULT_PLUGINS: tuple[str, ...] = (
-    "harness.builtin.core",
-    "harness.builtin.log_formats",
+    "harness.builtin.core_plugin",
+    "harness.builtin.log_formats_plugin",
     "harness_cases.plugin",
     "harness_pytorch.plugin",
     "harness_pytorch.log_formats_plugin",
@@ -35,8 +35,8 @@ DEFAULT_PLUGINS: tuple[str, ...] = (
 #: the case catalog. They cannot be blocked, and one that fails to import is an error. The
 #: core's tests load these alone, with fixture plugins for a framework and a vendor.
 CORE_PLUGINS: tuple[str, ...] = (
-    "harness.builtin.core",
-    "harness.builtin.log_formats",
+    "harness.builtin.core_plugin",
+    "harness.builtin.log_formats_plugin",
     "harness_cases.plugin",
 )
 ESSENTIAL_PLUGINS: frozenset[str] = frozenset(CORE_PLUGINS)

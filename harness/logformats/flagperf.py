@@ -91,12 +91,9 @@ class FlagPerfParser(RecordingParser):
         )
 
 
-class FlagPerfFormat(LogFormat):
-    name = "flagperf"
-    description = "FlagPerf '[PerfLog] {json}' training events (STEP_END rates, FINISHED summary)"
-    unit = "samples/s"
-    default_method = "harness"
-    parser = FlagPerfParser
+class FlagPerfFormat(LogFormat, name="flagperf", unit="samples/s", default_method="harness",
+                     parser=FlagPerfParser):
+    """FlagPerf '[PerfLog] {json}' training events (STEP_END rates, FINISHED summary)"""
 
     def detect(self, line: str) -> bool:
         return MARKER in line and '"event"' in line

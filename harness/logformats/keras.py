@@ -50,14 +50,11 @@ class KerasTimeHistoryParser(RecordingParser):
         return None
 
 
-class KerasTimeHistoryFormat(LogFormat):
-    name = "keras_timehistory"
-    description = ("TF2/Keras TimeHistory: 'TimeHistory: S seconds, X examples/second between steps A "
-                   "and B' (TensorFlow official models)")
-    unit = "examples/s"
-    framework = "tensorflow"
-    default_method = "harness"
-    parser = KerasTimeHistoryParser
+class KerasTimeHistoryFormat(LogFormat, name="keras_timehistory", unit="examples/s",
+                             framework="tensorflow", default_method="harness",
+                             parser=KerasTimeHistoryParser):
+    """TF2/Keras TimeHistory: 'TimeHistory: S seconds, X examples/second between steps A and B'
+    (TensorFlow official models)"""
 
     def detect(self, line: str) -> bool:
         return ("TimeHistory:" in line and bool(_TIME_HISTORY.search(line))) or \

@@ -101,12 +101,9 @@ class KeywordParser(RecordingParser):
         return self.record(throughput=value)
 
 
-class KeywordFormat(LogFormat):
-    name = "keyword"
-    description = "Generic keyword mode of the seeds' analysis.py (--keyword, --model-mode, ...); never auto-detected"
-    unit = None
-    default_method = "analysis-py"
-    parser = KeywordParser
+class KeywordFormat(LogFormat, name="keyword", default_method="analysis-py", parser=KeywordParser):
+    """Generic keyword mode of the seeds' analysis.py (--keyword, --model-mode, ...); never
+    auto-detected"""
 
     def detect(self, line: str) -> bool:
         return False  # only chosen explicitly: any keyword would match too much

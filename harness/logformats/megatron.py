@@ -172,14 +172,10 @@ class MegatronParser(LogParser):
         )
 
 
-class MegatronFormat(LogFormat):
-    name = "megatron"
-    description = ("Megatron-LM iteration lines (with or without TFLOP/s/GPU), Megatron-DeepSpeed's "
-                   "pipeline 'steps: N loss: L iter time (s): T samples/sec: S' lines; host-name prefixes")
-    unit = "tokens/s"
-    framework = "pytorch"
-    default_method = "mean-after-warmup"
-    parser = MegatronParser
+class MegatronFormat(LogFormat, name="megatron", unit="tokens/s", framework="pytorch",
+                     default_method="mean-after-warmup", parser=MegatronParser):
+    """Megatron-LM iteration lines (with or without TFLOP/s/GPU), Megatron-DeepSpeed's pipeline
+    'steps: N loss: L iter time (s): T samples/sec: S' lines; host-name prefixes"""
 
     def detect(self, line: str) -> bool:
         if "steps:" in line and "iter time (s):" in line:

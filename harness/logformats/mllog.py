@@ -400,13 +400,10 @@ class MLLogParser(RecordingParser):
         return super().finish()
 
 
-class MLLogFormat(LogFormat):
-    name = "mllog"
-    description = ("MLPerf ':::MLLOG {json}' lines: status and time to train from run_start/run_stop; "
-                   "throughput from tracked_stats, epoch or block intervals, or samples trained")
-    unit = "samples/s"
-    default_method = "harness"
-    parser = MLLogParser
+class MLLogFormat(LogFormat, name="mllog", unit="samples/s", default_method="harness",
+                  parser=MLLogParser):
+    """MLPerf ':::MLLOG {json}' lines: status and time to train from run_start/run_stop; throughput
+    from tracked_stats, epoch or block intervals, or samples trained"""
 
     def detect(self, line: str) -> bool:
         if MARKER in line:

@@ -49,9 +49,7 @@ class TFBertParser(RecordingParser):
                 return None
             self.unit = normalise_unit(rec.units.get("throughput_train"), self.unit)
             if rec.kind != "step":
-                self.framework_reported = value
-                self.meta["framework_field"] = "throughput_train (summary)"
-                self.meta["run_complete"] = True
+                self.note_summary(value, "throughput_train (summary)")
                 self._summary_seen = True
                 return None
             loss = rec.number("total_loss")
@@ -61,22 +59,16 @@ class TFBertParser(RecordingParser):
             match = _TF_AVERAGE.search(line)
             # The training average comes first; a later one is the validation pass.
             if match and not self._summary_seen:
-                self.framework_reported = float(match.group(1))
-                self.meta["framework_field"] = "Throughput Average (sentences/sec)"
-                self.meta["run_complete"] = True
+                self.note_summary(float(match.group(1)), "Throughput Average (sentences/sec)")
                 self._summary_seen = True
             return None
         self.check_failure(line)
         return None
 
 
-class TFBertFormat(LogFormat):
-    name = "dllogger_tf_bert"
-    description = "NGC TensorFlow BERT DLLogger lines: 'Iteration: N  throughput_train : X sequences/s'"
-    unit = "sequences/s"
-    framework = "tensorflow"
-    default_method = "harness"
-    parser = TFBertParser
+class TFBertFormat(LogFormat, name="dllogger_tf_bert", unit="sequences/s", framework="tensorflow",
+                   default_method="harness", parser=TFBertParser):
+    """NGC TensorFlow BERT DLLogger lines: 'Iteration: N  throughput_train : X sequences/s'"""
 
     def detect(self, line: str) -> bool:
         if "DLL 2" not in line or "throughput_train" not in line:
@@ -98,9 +90,7 @@ class TFResNetParser(RecordingParser):
                     return None
                 final = rec.number("train_throughput")
                 if final is not None:
-                    self.framework_reported = final
-                    self.meta["framework_field"] = "train_throughput"
-                    self.meta["run_complete"] = True
+                    self.note_summary(final, "train_throughput")
                     self.unit = normalise_unit(rec.units.get("train_throughput"), self.unit)
                     return None
                 value = rec.number("total_ips")
@@ -117,13 +107,9 @@ class TFResNetParser(RecordingParser):
         return None
 
 
-class TFResNetFormat(LogFormat):
-    name = "tensorflow_dle"
-    description = "NGC TensorFlow ResNet-50 DLLogger lines: '(E, STEP) total_ips : X' and train_throughput"
-    unit = "images/s"
-    framework = "tensorflow"
-    default_method = "harness"
-    parser = TFResNetParser
+class TFResNetFormat(LogFormat, name="tensorflow_dle", unit="images/s", framework="tensorflow",
+                     default_method="harness", parser=TFResNetParser):
+    """NGC TensorFlow ResNet-50 DLLogger lines: '(E, STEP) total_ips : X' and train_throughput"""
 
     def detect(self, line: str) -> bool:
         if "DLL 2" not in line or " total_ips :" not in line or "train." in line:

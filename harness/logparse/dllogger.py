@@ -42,6 +42,12 @@ class DLLRecord:
         except ValueError:
             return None
 
+    def whole_numbers(self, names: dict[str, str]) -> dict[str, int]:
+        """The fields of ``names`` (field -> name) that hold a number, as whole numbers under
+        their names: ``{"num_epochs": "epochs"}`` -> ``{"epochs": 90}``."""
+        numbers = {name: self.number(key) for key, name in names.items()}
+        return {name: int(value) for name, value in numbers.items() if value is not None}
+
     def seconds(self) -> float:
         """The timestamp as seconds since the epoch (local wall clock of the log)."""
         return datetime.strptime(self.timestamp, "%Y-%m-%d %H:%M:%S.%f").timestamp() \

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from harness.logformat import LogParser
+from harness.logparse.peak_memory import peak_memory_bytes
 from harness.models import ParsedLog, StepRecord
 
 #: ``meta["throughput_scope"]``: whether step throughput is for one device or the whole job.
@@ -195,6 +196,23 @@ class RecordingParser(LogParser):
 
     def note_memory(self, nbytes: int) -> None:
         self.peak_memory = max(self.peak_memory or 0, nbytes)
+
+    def check_other_line(self, line: str) -> None:
+        """A line that is no step or summary of the format: the harness scripts' own
+        peak-memory line (``peak_memory_bytes``, where no allocator reports one), else perhaps
+        a failure marker."""
+        peak = peak_memory_bytes(line)
+        if peak is not None:
+            self.note_memory(peak)
+            return
+        self.check_failure(line)
+
+    def note_summary(self, value: float, field: str) -> None:
+        """The run's own summary line: its throughput (what ``--method framework`` reports),
+        the field it came from, and that the run got to its end."""
+        self.framework_reported = value
+        self.meta["framework_field"] = field
+        self.meta["run_complete"] = True
 
     # ------------------------------------------------------------------ LogParser
 

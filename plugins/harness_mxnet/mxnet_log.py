@@ -50,7 +50,6 @@ from typing import Any
 
 from harness.logformat import LogFormat
 from harness.logparse.dllogger import parse_dll_line
-from harness.logparse.peak_memory import peak_memory_bytes
 from harness.logparse.recorder import RecordingParser, normalise_unit, to_float
 from harness.models import StepRecord
 
@@ -122,11 +121,7 @@ class GluonCVParser(RecordingParser):
             match = _TOTAL_BATCH.search(line)
             if match:
                 self._total_batch = int(match.group(1))
-        peak = peak_memory_bytes(line)  # the harness script's own line (process max RSS)
-        if peak is not None:
-            self.note_memory(peak)
-            return None
-        self.check_failure(line)
+        self.check_other_line(line)  # the harness script's own peak line: process max RSS
         return None
 
     def _cifar_epoch(self, epoch: int, loss: float | None, seconds: float | None) -> StepRecord | None:
@@ -216,15 +211,11 @@ class GluonCVParser(RecordingParser):
         return 1
 
 
-class GluonCVFormat(LogFormat):
-    name = "gluoncv"
-    description = ("gluon-cv / MXNet Speedometer: 'Epoch[E] Batch [B]\\tSpeed: S samples/sec', detection "
-                   "'[Epoch E][Batch B], ... Speed: S samples/sec', per-epoch speed lines, CIFAR "
-                   "'[Epoch E] train=A val=B loss=L time: T' epochs")
-    unit = "samples/s"
-    framework = "mxnet"
-    default_method = "harness"
-    parser = GluonCVParser
+class GluonCVFormat(LogFormat, name="gluoncv", unit="samples/s", framework="mxnet",
+                    default_method="harness", parser=GluonCVParser):
+    """gluon-cv / MXNet Speedometer: 'Epoch[E] Batch [B]\\tSpeed: S samples/sec', detection
+    '[Epoch E][Batch B], ... Speed: S samples/sec', per-epoch speed lines, CIFAR
+    '[Epoch E] train=A val=B loss=L time: T' epochs"""
 
     def detect(self, line: str) -> bool:
         if "Speed:" in line:
@@ -261,12 +252,7 @@ class MXNetDLEParser(RecordingParser):
 
     def _dll(self, rec) -> StepRecord | None:
         if rec.kind == "parameter":
-            batch = rec.number("batch_size")
-            if batch is not None:
-                self.meta["global_batch_size"] = int(batch)
-            epochs = rec.number("num_epochs")
-            if epochs is not None:
-                self.meta["epochs"] = int(epochs)
+            self.meta.update(rec.whole_numbers({"batch_size": "global_batch_size", "num_epochs": "epochs"}))
             return None
         ips = rec.number("train.ips")
         if ips is None:
@@ -274,9 +260,7 @@ class MXNetDLEParser(RecordingParser):
         if "train.ips" in rec.units:
             self.unit = normalise_unit(rec.units["train.ips"], self.unit)
         if rec.kind == "summary":
-            self.framework_reported = ips
-            self.meta["framework_field"] = "Summary train.ips"
-            self.meta["run_complete"] = True
+            self.note_summary(ips, "Summary train.ips")
             return None
         if rec.kind == "epoch":
             self.epoch_throughput.append(ips)
@@ -301,13 +285,9 @@ class MXNetDLEParser(RecordingParser):
         return super().finish()
 
 
-class MXNetDLEFormat(LogFormat):
-    name = "mxnet_dle"
-    description = "NGC MXNet ResNet-50 DLLogger lines with train.ips per interval and per epoch"
-    unit = "images/s"
-    framework = "mxnet"
-    default_method = "harmonic-epoch"
-    parser = MXNetDLEParser
+class MXNetDLEFormat(LogFormat, name="mxnet_dle", unit="images/s", framework="mxnet",
+                     default_method="harmonic-epoch", parser=MXNetDLEParser):
+    """NGC MXNet ResNet-50 DLLogger lines with train.ips per interval and per epoch"""
 
     def detect(self, line: str) -> bool:
         if "train.ips" not in line:

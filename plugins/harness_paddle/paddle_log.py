@@ -34,7 +34,6 @@ import re
 from typing import Any
 
 from harness.logformat import LogFormat
-from harness.logparse.peak_memory import peak_memory_bytes
 from harness.logparse.recorder import RecordingParser, memory_bytes, normalise_unit, number_after, to_float
 from harness.models import StepRecord
 
@@ -101,11 +100,7 @@ class _PaddleParser(RecordingParser):
             if match:
                 self.meta["max_steps"] = int(match.group(1))
             return
-        peak = peak_memory_bytes(line)  # the harness scripts' own line, where no allocator reports
-        if peak is not None:
-            self.note_memory(peak)
-            return
-        self.check_failure(line)
+        self.check_other_line(line)
 
     def memory(self, line: str) -> None:
         if "max_mem" in line:
@@ -227,14 +222,10 @@ class PaddleNLPParser(_PaddleParser):
         )
 
 
-class PaddleNLPFormat(LogFormat):
-    name = "paddlenlp"
-    description = ("PaddleNLP / PaddleFleetX step lines: 'global step', 'total step', "
-                   "'tobal step', '[train]' with ips / ips_total")
-    unit = "samples/s"
-    framework = "paddle"
-    default_method = "trimmed"
-    parser = PaddleNLPParser
+class PaddleNLPFormat(LogFormat, name="paddlenlp", unit="samples/s", framework="paddle",
+                      default_method="trimmed", parser=PaddleNLPParser):
+    """PaddleNLP / PaddleFleetX step lines: 'global step', 'total step', 'tobal step', '[train]'
+    with ips / ips_total"""
 
     def detect(self, line: str) -> bool:
         if not _is_nlp_step_line(line):
@@ -303,13 +294,9 @@ class PaddleClasParser(_PaddleParser):
         )
 
 
-class PaddleClasFormat(LogFormat):
-    name = "paddleclas"
-    description = "PaddleClas step lines: 'epoch:E train step:S ... ips: X samples/sec' or '[Train][Epoch ..]'"
-    unit = "images/s"
-    framework = "paddle"
-    default_method = "trimmed"
-    parser = PaddleClasParser
+class PaddleClasFormat(LogFormat, name="paddleclas", unit="images/s", framework="paddle",
+                       default_method="trimmed", parser=PaddleClasParser):
+    """PaddleClas step lines: 'epoch:E train step:S ... ips: X samples/sec' or '[Train][Epoch ..]'"""
 
     def detect(self, line: str) -> bool:
         return _is_clas_step_line(line) and bool(

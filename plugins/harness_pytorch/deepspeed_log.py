@@ -77,15 +77,11 @@ class DeepSpeedTimerParser(RecordingParser):
         return self.record(step=step, throughput=current_value)
 
 
-class DeepSpeedTimerFormat(LogFormat):
-    name = "deepspeed"
-    description = ("DeepSpeed ThroughputTimer: 'E/N, RunningAvgSamplesPerSec=X, CurrSamplesPerSec=Y' "
-                   "(or 'epoch=E/micro_step=M/global_step=G, ...'); whole-job samples/s; "
-                   "--method framework takes the last RunningAvgSamplesPerSec")
-    unit = "samples/s"
-    framework = "pytorch"
-    default_method = "harness"
-    parser = DeepSpeedTimerParser
+class DeepSpeedTimerFormat(LogFormat, name="deepspeed", unit="samples/s", framework="pytorch",
+                           default_method="harness", parser=DeepSpeedTimerParser):
+    """DeepSpeed ThroughputTimer: 'E/N, RunningAvgSamplesPerSec=X, CurrSamplesPerSec=Y' (or
+    'epoch=E/micro_step=M/global_step=G, ...'); whole-job samples/s; --method framework takes
+    the last RunningAvgSamplesPerSec"""
 
     def detect(self, line: str) -> bool:
         return "CurrSamplesPerSec=" in line and _TIMER.search(line) is not None

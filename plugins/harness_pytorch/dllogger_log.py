@@ -31,7 +31,6 @@ from typing import Any
 
 from harness.logformat import LogFormat
 from harness.logparse.dllogger import DLLRecord, parse_dll_line
-from harness.logparse.peak_memory import peak_memory_bytes
 from harness.logparse.recorder import RecordingParser, normalise_unit
 from harness.models import StepRecord
 
@@ -69,11 +68,7 @@ class _DLLParser(RecordingParser):
 
     def on_other_line(self, line: str) -> None:
         # Not DLLogger: the harness scripts' own peak-memory line (NVIDIA's scripts log none).
-        peak = peak_memory_bytes(line)
-        if peak is not None:
-            self.note_memory(peak)
-            return
-        self.check_failure(line)
+        self.check_other_line(line)
 
 
 # --------------------------------------------------------------------------- BERT
@@ -128,9 +123,7 @@ class BertDLLParser(_DLLParser):
             return None
         final = rec.number("training_sequences_per_second")
         if final is not None:
-            self.framework_reported = final
-            self.meta["framework_field"] = "training_sequences_per_second"
-            self.meta["run_complete"] = True
+            self.note_summary(final, "training_sequences_per_second")
             self.unit = normalise_unit(rec.units.get("training_sequences_per_second"), self.unit)
             for key in ("raw_train_time", "e2e_train_time"):
                 if rec.number(key) is not None:
@@ -177,14 +170,10 @@ class BertDLLParser(_DLLParser):
         return super().finish()
 
 
-class DLLoggerFormat(LogFormat):
-    name = "dllogger"
-    description = ("NVIDIA DLLogger, NGC PyTorch BERT: 'Training Iteration' lines and the final "
-                   "training_sequences_per_second (MPI prefixes and tqdm garbage tolerated)")
-    unit = "sequences/s"
-    framework = "pytorch"
-    default_method = "framework"
-    parser = BertDLLParser
+class DLLoggerFormat(LogFormat, name="dllogger", unit="sequences/s", framework="pytorch",
+                     default_method="framework", parser=BertDLLParser):
+    """NVIDIA DLLogger, NGC PyTorch BERT: 'Training Iteration' lines and the final
+    training_sequences_per_second (MPI prefixes and tqdm garbage tolerated)"""
 
     def detect(self, line: str) -> bool:
         if "DLL 2" not in line or not ("Training Iteration" in line
@@ -206,21 +195,14 @@ class ResNetDLLParser(_DLLParser):
 
     def on_record(self, rec: DLLRecord, line: str) -> StepRecord | None:
         if rec.kind == "parameter":
-            batch = rec.number("batch_size")
-            if batch is not None:
-                self.meta["batch_size"] = int(batch)
-            epochs = rec.number("epochs")
-            if epochs is not None:
-                self.meta["epochs"] = int(epochs)
+            self.meta.update(rec.whole_numbers({"batch_size": "batch_size", "epochs": "epochs"}))
             return None
         value = rec.number(self.key)
         if value is None:
             return None
         self.unit = normalise_unit(rec.units.get(self.key), self.unit)
         if rec.kind == "summary":
-            self.framework_reported = value
-            self.meta["framework_field"] = f"Summary {self.key}"
-            self.meta["run_complete"] = True
+            self.note_summary(value, f"Summary {self.key}")
             return None
         if rec.kind == "epoch":
             self.epoch_throughput.append(value)
@@ -243,14 +225,10 @@ class ResNetDLLParser(_DLLParser):
         return super().finish()
 
 
-class PyTorchDLEFormat(LogFormat):
-    name = "pytorch_dle"
-    description = ("NVIDIA DLLogger, NGC PyTorch ResNet-50: per-iteration train.total_ips "
-                   "(hint use_compute_ips=True reads train.compute_ips)")
-    unit = "images/s"
-    framework = "pytorch"
-    default_method = "harness"
-    parser = ResNetDLLParser
+class PyTorchDLEFormat(LogFormat, name="pytorch_dle", unit="images/s", framework="pytorch",
+                       default_method="harness", parser=ResNetDLLParser):
+    """NVIDIA DLLogger, NGC PyTorch ResNet-50: per-iteration train.total_ips (hint
+    use_compute_ips=True reads train.compute_ips)"""
 
     def detect(self, line: str) -> bool:
         return "DLL 2" in line and "train.total_ips" in line and parse_dll_line(line) is not None

@@ -76,12 +76,12 @@ def test_the_cli_says_in_one_line_that_an_essential_builtin_failed_to_import(mon
 def test_an_essential_builtin_cannot_be_blocked(monkeypatch, capsys):
     from harness.cli.main import main
 
-    monkeypatch.setenv("HARNESS_BLOCK_PLUGINS", "harness_nvidia.plugin,harness.builtin.core")
-    with pytest.raises(UserInputError, match="HARNESS_BLOCK_PLUGINS names harness.builtin.core"):
+    monkeypatch.setenv("HARNESS_BLOCK_PLUGINS", "harness_nvidia.plugin,harness.builtin.core_plugin")
+    with pytest.raises(UserInputError, match="HARNESS_BLOCK_PLUGINS names harness.builtin.core_plugin"):
         Harness.load(load_entrypoints=False)
     assert main(["list", "vendors"]) == 2
     [line] = capsys.readouterr().err.strip().splitlines()
-    assert line.startswith("error: HARNESS_BLOCK_PLUGINS names harness.builtin.core: the core's "
+    assert line.startswith("error: HARNESS_BLOCK_PLUGINS names harness.builtin.core_plugin: the core's "
                            "own plugins cannot be blocked")
 
 
@@ -154,12 +154,11 @@ def test_a_plugin_registering_a_builtin_name_is_skipped_with_a_one_line_warning(
 
 
 def test_modules_are_named_for_what_they_are():
-    """A module the plugin manager registers is ``plugin`` or ``<topic>_plugin`` (the core's
-    ``harness.builtin`` package aside); a module of log formats and their parsers is
-    ``<source>_log`` (the core's own live in ``harness.logformats``)."""
+    """A module the plugin manager registers is ``plugin`` or ``<topic>_plugin``, the core's
+    own too; a module of log formats and their parsers is ``<source>_log`` (the core's own
+    live in ``harness.logformats``)."""
     for name in DEFAULT_PLUGINS:
-        if not name.startswith("harness.builtin."):
-            assert name.rsplit(".", 1)[1].endswith("plugin"), name
+        assert name.rsplit(".", 1)[1].endswith("plugin"), name
     formats = Harness.load(load_entrypoints=False, blocked=set()).registry.log_formats
     for name, fmt in formats.items.items():
         module = type(fmt).__module__

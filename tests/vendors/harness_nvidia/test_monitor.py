@@ -176,7 +176,7 @@ def nvidia_context(tmp_path, nproc=2):
 
     # Without the core's own execute: InnerExecute stands in for the process launch.
     harness = Harness.load(
-        builtins=tuple(name for name in DEFAULT_PLUGINS if name != "harness.builtin.core"),
+        builtins=tuple(name for name in DEFAULT_PLUGINS if name != "harness.builtin.core_plugin"),
         load_entrypoints=False, extra=(InnerExecute(),))
     context = plan(harness,
                    RunRequest(case="gpt3_1.3B", vendor="nvidia", nproc=nproc, output=tmp_path))
