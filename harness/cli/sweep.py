@@ -85,7 +85,7 @@ def sweep_command(
         "nproc": split_list(nproc, "--nproc", int),
         "nnodes": split_list(nnodes, "--nnodes", int),
         "precision": split_list(precision, "--precision"),
-        "batch_size": split_list(micro_batch_size, "--micro-batch-size", int),
+        "micro_batch_size": split_list(micro_batch_size, "--micro-batch-size", int),
     }
     _check_names(axes["case"], registry.cases, "--case")
     _check_names(axes["framework"], registry.frameworks, "--framework")
@@ -205,7 +205,7 @@ def summary_table(rows, title: str):
         table.add_row(
             str(row.planned.index), case, framework, layout,
             settings.precision if settings else (point.precision or "-"),
-            str(settings.micro_batch_size if settings else (point.batch_size or "-")),
+            str(settings.micro_batch_size if settings else (point.micro_batch_size or "-")),
             f"[{style}]{row.status}[/{style}]", value, note,
         )
     return table

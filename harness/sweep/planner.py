@@ -52,7 +52,7 @@ class SweepOptions:
 
 
 #: Point fields -> the config key each one sets.
-_FIELD_KEYS = {"batch_size": "micro_batch_size", "precision": "precision",
+_FIELD_KEYS = {"micro_batch_size": "micro_batch_size", "precision": "precision",
                "max_steps": "max_steps", "nproc": "nproc", "nnodes": "nnodes"}
 
 
@@ -151,7 +151,7 @@ def _plan_point(harness: Harness, store: ResultStore, device_cache: _DeviceCache
     repeat = point.repeat or default_repeat(devices, scale)
     request = RunRequest(
         case=point.case, vendor=vendor, framework=point.framework, scale=scale,
-        nproc=point.nproc, nnodes=point.nnodes, micro_batch_size=point.batch_size,
+        nproc=point.nproc, nnodes=point.nnodes, micro_batch_size=point.micro_batch_size,
         precision=point.precision, max_steps=point.max_steps, set_pairs=point.set_pairs(),
         repeat=repeat, output=options.output, data_dir=options.data_dir,
         cache_dir=options.cache_dir, wheelhouse=options.wheelhouse, env_mode=options.env_mode,

@@ -10,8 +10,8 @@ A sweep file::
     case = ["bert_base_seq128"]
     nproc = [1, 8]
     column = [                   # an axis whose values are tables sets several fields at once
-      { precision = "fp32", batch_size = 32 },
-      { precision = "fp16", batch_size = 64 },
+      { precision = "fp32", micro_batch_size = 32 },
+      { precision = "fp16", micro_batch_size = 64 },
     ]
 
     [[group]]                    # optional: named sub-matrices (e.g. the Megatron DP/MP/2D/PP
@@ -21,7 +21,8 @@ A sweep file::
 
 Run fields: see ``RUN_FIELDS``. An axis named after a field lists values of that field; any
 other axis name lists tables of fields (a "bundle"), so coupled values such as the seeds'
-``FP32(BS=32) | AMP(BS=64)`` columns stay coupled.
+``FP32(BS=32) | AMP(BS=64)`` columns stay coupled. ``batch_size``, the field's earlier name,
+is read as ``micro_batch_size`` (``FIELD_ALIASES``).
 """
 
 from __future__ import annotations
@@ -41,11 +42,13 @@ ScalarValue = Union[bool, int, float, str]
 
 # Fields a sweep point may set, with the RunRequest field each one feeds.
 RUN_FIELDS = (
-    "case", "framework", "vendor", "scale", "nproc", "nnodes", "precision", "batch_size",
+    "case", "framework", "vendor", "scale", "nproc", "nnodes", "precision", "micro_batch_size",
     "max_steps", "repeat", "hardware_config", "set", "label",
 )
 AXIS_FIELDS = ("case", "framework", "vendor", "scale", "nproc", "nnodes", "precision",
-               "batch_size", "max_steps", "repeat", "hardware_config", "label")
+               "micro_batch_size", "max_steps", "repeat", "hardware_config", "label")
+#: Earlier names of run fields that sweep files may still use: name -> the field it is.
+FIELD_ALIASES = {"batch_size": "micro_batch_size"}
 
 
 class SweepPoint(BaseModel):
@@ -60,7 +63,7 @@ class SweepPoint(BaseModel):
     nproc: int | None = Field(None, ge=1)
     nnodes: int | None = Field(None, ge=1)
     precision: Precision | None = None
-    batch_size: int | None = Field(None, ge=1)
+    micro_batch_size: int | None = Field(None, ge=1)
     max_steps: int | None = Field(None, ge=1)
     repeat: int | None = Field(None, ge=1)
     hardware_config: str | None = None
@@ -101,8 +104,8 @@ class SweepPoint(BaseModel):
             parts.append(f"nproc {self.nproc}" if (self.nnodes or 1) == 1 else f"{layout} procs")
         if self.precision:
             parts.append(self.precision)
-        if self.batch_size:
-            parts.append(f"bs {self.batch_size}")
+        if self.micro_batch_size:
+            parts.append(f"bs {self.micro_batch_size}")
         return ", ".join(parts)
 
 
@@ -141,6 +144,7 @@ class SweepSpec(BaseModel):
 
 
 def _point(base: SweepPoint, values: dict[str, Any], where: str) -> SweepPoint:
+    values = _canonical_names(values, where)
     unknown = sorted(set(values) - set(RUN_FIELDS) - {"group"})
     if unknown:
         raise UserInputError(
@@ -154,12 +158,24 @@ def _point(base: SweepPoint, values: dict[str, Any], where: str) -> SweepPoint:
         raise UserInputError(f"{where}: invalid {key!r}: {message} (got {value!r})") from None
 
 
+def _canonical_names(values: dict[str, Any], where: str) -> dict[str, Any]:
+    """``values`` with the fields named by an alias (``FIELD_ALIASES``) under their names."""
+    renamed = dict(values)
+    for alias, name in FIELD_ALIASES.items():
+        if alias in renamed:
+            if name in renamed:
+                raise UserInputError(f"{where}: {alias!r} and {name!r} are the same field; give "
+                                     f"{name!r} alone")
+            renamed[name] = renamed.pop(alias)
+    return renamed
+
+
 def _product(base: SweepPoint, axes: dict[str, list[Any]], where: str) -> list[SweepPoint]:
     choices: list[list[dict[str, Any]]] = []
     for axis, values in axes.items():
         if not isinstance(values, list) or not values:
             raise UserInputError(f"{where}: matrix axis {axis!r} must be a non-empty list")
-        if axis in AXIS_FIELDS:
+        if axis in AXIS_FIELDS or axis in FIELD_ALIASES:
             choices.append([{axis: value} for value in values])
         elif axis == "set":
             choices.append([_bundle(v, f"{where}: axis 'set'", as_set=True) for v in values])

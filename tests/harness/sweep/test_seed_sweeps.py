@@ -30,7 +30,7 @@ def test_ngc_bert_speed_table():
     columns = [("fp32", 32), ("fp32", 48), ("fp16", 64), ("fp16", 96)]
     points = _points("ngc_bert_base.toml")
     assert len(points) == len(rows) * len(columns) == 8
-    assert {(p.nproc, p.precision, p.batch_size) for p in points} == {
+    assert {(p.nproc, p.precision, p.micro_batch_size) for p in points} == {
         (n, prec, bs) for n in rows for prec, bs in columns}
     assert {(p.case, p.framework, p.vendor) for p in points} == {("bert_base_seq128", "pytorch", "nvidia")}
 
@@ -53,9 +53,9 @@ def test_flagperf_gpt3_configs():
         assert (values["sharding_stage"], values["sharding_degree"]) == (stage, degree)
         data_parallel = 8 // (tp * pp)
         # global batch of the seed: 2M tokens = 1024 sequences of 2048
-        assert p.batch_size * values["grad_accum_steps"] * data_parallel == 1024
+        assert p.micro_batch_size * values["grad_accum_steps"] * data_parallel == 1024
         assert values["recompute"] == ("full" if p.case == "gpt3_13B" else "none")
-    per_device = {(p.case, p.label): p.batch_size for p in points}
+    per_device = {(p.case, p.label): p.micro_batch_size for p in points}
     assert per_device[("gpt3_13B", configs[0])] == 2 and per_device[("gpt3_13B", configs[3])] == 4
 
 
@@ -86,5 +86,5 @@ def test_megatron_matrix_groups():
 def test_mobilenet_gluoncv_logs():
     # seed 001 logs: clas_MobileNetV1_sp_bs64_fp32_1_speed and clas_MobileNetV1_mp_bs64_fp32_8_speed
     points = _points("mobilenet_v1_gluoncv.toml")
-    assert [(p.case, p.framework, p.nproc, p.precision, p.batch_size) for p in points] == [
+    assert [(p.case, p.framework, p.nproc, p.precision, p.micro_batch_size) for p in points] == [
         ("mobilenet_v1", "mxnet", 1, "fp32", 64), ("mobilenet_v1", "mxnet", 8, "fp32", 64)]

@@ -16,10 +16,10 @@ def _write(tmp_path, text: str):
 
 def test_cli_lists_multiply():
     points = apply_cli_axes([], {"case": ["gpt3_125M"], "framework": ["pytorch", "paddle"],
-                                 "precision": ["fp32", "bf16"], "batch_size": [4, 8],
+                                 "precision": ["fp32", "bf16"], "micro_batch_size": [4, 8],
                                  "nproc": [1, 2]}, {"scale": "smoke", "max_steps": 8})
     assert len(points) == 2 * 2 * 2 * 2
-    assert {(p.framework, p.precision, p.batch_size, p.nproc) for p in points} == {
+    assert {(p.framework, p.precision, p.micro_batch_size, p.nproc) for p in points} == {
         (f, pr, b, n) for f in ("pytorch", "paddle") for pr in ("fp32", "bf16")
         for b in (4, 8) for n in (1, 2)}
     assert all(p.scale == "smoke" and p.max_steps == 8 for p in points)
@@ -33,22 +33,50 @@ vendor = "nvidia"
 [matrix]
 case = ["c"]
 nproc = [1, 8]
-column = [{ precision = "fp32", batch_size = 32 }, { precision = "fp16", batch_size = 64 }]
+column = [{ precision = "fp32", micro_batch_size = 32 }, { precision = "fp16", micro_batch_size = 64 }]
 """))
     points = spec.expand()
-    assert [(p.nproc, p.precision, p.batch_size) for p in points] == [
+    assert [(p.nproc, p.precision, p.micro_batch_size) for p in points] == [
         (1, "fp32", 32), (1, "fp16", 64), (8, "fp32", 32), (8, "fp16", 64)]
     assert all(p.vendor == "nvidia" for p in points)
+
+
+def test_batch_size_the_earlier_name_is_read_as_micro_batch_size(tmp_path):
+    spec = load_sweep_file(_write(tmp_path, """
+[sweep]
+batch_size = 4
+[matrix]
+case = ["c"]
+column = [{ precision = "fp32" }, { precision = "fp16", batch_size = 64 }]
+[[group]]
+name = "axis"
+[group.matrix]
+batch_size = [8, 16]
+"""))
+    assert [(p.precision, p.micro_batch_size) for p in spec.expand()] == [
+        ("fp32", 8), ("fp32", 16), ("fp16", 8), ("fp16", 16)]
+    no_groups = load_sweep_file(_write(tmp_path, """
+[sweep]
+batch_size = 4
+[matrix]
+case = ["c"]
+column = [{ precision = "fp32" }, { precision = "fp16", batch_size = 64 }]
+"""))
+    assert [(p.precision, p.micro_batch_size) for p in no_groups.expand()] == [("fp32", 4), ("fp16", 64)]
+    both = _write(tmp_path, '[sweep]\nbatch_size = 4\nmicro_batch_size = 8\n[matrix]\ncase = ["c"]\n')
+    with pytest.raises(UserInputError, match="'batch_size' and 'micro_batch_size' are the same field; "
+                                             "give 'micro_batch_size' alone"):
+        load_sweep_file(both).expand()
 
 
 def test_cli_list_replaces_a_field_inside_bundles(tmp_path):
     spec = load_sweep_file(_write(tmp_path, """
 [matrix]
 case = ["c"]
-column = [{ precision = "fp32", batch_size = 32 }, { precision = "fp16", batch_size = 64 }]
+column = [{ precision = "fp32", micro_batch_size = 32 }, { precision = "fp16", micro_batch_size = 64 }]
 """))
     points = apply_cli_axes(spec.expand(), {"precision": ["bf16"], "nproc": [1, 2]}, {})
-    assert sorted((p.precision, p.batch_size, p.nproc) for p in points) == [
+    assert sorted((p.precision, p.micro_batch_size, p.nproc) for p in points) == [
         ("bf16", 32, 1), ("bf16", 32, 2), ("bf16", 64, 1), ("bf16", 64, 2)]
     assert spec.name == "s"  # default name: the file's stem
 
@@ -171,7 +199,7 @@ def test_sweep_file_values_are_labelled_with_the_file_not_the_command_line(tmp_p
     path = tmp_path / "explore.toml"
     path.write_text('[sweep]\ncase = "gpt3_125M:pytorch_2.11:cpu:1:2:1"\nscale = "smoke"\n'
                     'max_steps = 6\nset = {learning_rate = 0.002, recompute = "full"}\n'
-                    '[matrix]\nbatch_size = [2]\nprecision = ["fp32"]\n')
+                    '[matrix]\nmicro_batch_size = [2]\nprecision = ["fp32"]\n')
     assert main(["sweep", str(path), "--max-steps", "7", "--precision", "bf16", "--set", "seed=3",
                  "--dry-run", "--output", str(tmp_path / "results")]) == 0
     [point] = planned
