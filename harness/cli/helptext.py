@@ -1,8 +1,9 @@
 """Command help as flowing paragraphs.
 
 Docstrings and help texts are wrapped at the source's line length; the rich help keeps their
-line breaks, so a command's help would break mid-sentence wherever the source did. Each paragraph is joined
-into one line (the terminal wraps it); a paragraph of example command lines keeps its lines.
+line breaks, so a command's help would break mid-sentence wherever the source did. Each
+paragraph is joined into one line (the terminal wraps it); a paragraph of example command
+lines keeps its lines, and so does an indented block such as a table (one line a row).
 """
 
 from __future__ import annotations

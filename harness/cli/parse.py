@@ -26,10 +26,8 @@ The format is detected from the first characteristic line (--format forces one; 
 
 \b
 Methods (--method; each format has a default):
-  harness         skip --skip warm-up iterations (default 10), mean of the records whose
-                  iterations all lie past it; median/p5/p95/CV too
-  trimmed         skip --skip iterations (default 10), sort, drop --trim (default 5) from
-                  each end, mean
+  harness         skip --skip warm-up iterations (default 10), mean of the records whose iterations all lie past it; median/p5/p95/CV too
+  trimmed         skip --skip iterations (default 10), sort, drop --trim (default 5) from each end, mean
   harmonic-epoch  harmonic mean of per-epoch throughput after --skip epochs (default 1)
   framework       the final figure the framework printed itself (the field is named)
   last            the last logged step (FlagPerf's Megatron cases)

@@ -124,3 +124,35 @@ def test_micro_batch_size_is_the_option_and_batch_size_its_alias(tmp_path):
         out = tmp_path / option.strip("-")
         assert main(["sweep", "--case", "gpt3_125M", "--scale", "smoke", option, "2,4",
                      "--dry-run", "--output", str(out)]) == 0
+
+
+def _cut_mid_sentence(page: str) -> list[str]:
+    """Lines of a help page (outside its option panels) that stop mid-sentence although the
+    terminal had room: the rest of the sentence on the next line, at the same indent (prose)
+    or deeper (a wrapped cell of an indented table)."""
+    lines = [line.rstrip() for line in page.splitlines()]
+    cut = []
+    for line, following in zip(lines, lines[1:]):
+        if not line.strip() or not following.strip() or line.lstrip().startswith(("│", "╭", "╰")) \
+                or following.lstrip().startswith(("│", "╭", "╰", "harness ")):
+            continue
+        if not re.search(r"[a-z0-9,;(]$", line):
+            continue
+        indent, next_indent = (len(text) - len(text.lstrip()) for text in (line, following))
+        table_row = re.match(r"\s+\S+\s{2,}\S", following)
+        if next_indent > indent or (next_indent == indent and following.lstrip()[0].islower()
+                                    and not table_row and len(line) < 150):
+            cut.append(f"{line!r} / {following.strip()!r}")
+    return cut
+
+
+def test_no_help_page_breaks_a_sentence_where_the_source_wraps():
+    import typer.main
+
+    assert _cut_mid_sentence("  a   first row of a table\n      that goes on") != []
+    assert _cut_mid_sentence("A sentence cut\nin two.") != []
+    assert _cut_mid_sentence("A sentence.\n  a   row\n  b   row") == []
+    root = typer.main.get_command(build_app())
+    for path in [(), *_command_paths(root)]:
+        page = CliRunner().invoke(build_app(), [*path, "-h"], env={"COLUMNS": "250"}).output
+        assert _cut_mid_sentence(page) == [], f"harness {' '.join(path)} -h"
