@@ -42,27 +42,23 @@ column = [{ precision = "fp32", micro_batch_size = 32 }, { precision = "fp16", m
 
 
 def test_batch_size_the_earlier_name_is_read_as_micro_batch_size(tmp_path):
-    spec = load_sweep_file(_write(tmp_path, """
+    defaults_and_bundle = """
 [sweep]
 batch_size = 4
 [matrix]
 case = ["c"]
 column = [{ precision = "fp32" }, { precision = "fp16", batch_size = 64 }]
+"""
+    spec = load_sweep_file(_write(tmp_path, defaults_and_bundle))
+    assert [(p.precision, p.micro_batch_size) for p in spec.expand()] == [("fp32", 4), ("fp16", 64)]
+    axis = load_sweep_file(_write(tmp_path, defaults_and_bundle + """
 [[group]]
 name = "axis"
 [group.matrix]
 batch_size = [8, 16]
 """))
-    assert [(p.precision, p.micro_batch_size) for p in spec.expand()] == [
+    assert [(p.precision, p.micro_batch_size) for p in axis.expand()] == [
         ("fp32", 8), ("fp32", 16), ("fp16", 8), ("fp16", 16)]
-    no_groups = load_sweep_file(_write(tmp_path, """
-[sweep]
-batch_size = 4
-[matrix]
-case = ["c"]
-column = [{ precision = "fp32" }, { precision = "fp16", batch_size = 64 }]
-"""))
-    assert [(p.precision, p.micro_batch_size) for p in no_groups.expand()] == [("fp32", 4), ("fp16", 64)]
     both = _write(tmp_path, '[sweep]\nbatch_size = 4\nmicro_batch_size = 8\n[matrix]\ncase = ["c"]\n')
     with pytest.raises(UserInputError, match="'batch_size' and 'micro_batch_size' are the same field; "
                                              "give 'micro_batch_size' alone"):
