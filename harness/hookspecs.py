@@ -396,8 +396,9 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
 
     For a built-in framework's script the core owns the launch: a vendor's wrapper may add or
     change only the variables its ``DeviceBackend`` declares (``visible_devices_env`` and
-    ``launch_env``); a changed command or any other variable makes the run ``invalid``,
-    naming the change. The core then starts the script in an isolated interpreter (``-I``,
+    ``launch_env``); a changed command or any other variable, or a ``config.json`` other than
+    the one the core wrote (also when the process ends), makes the run ``invalid``, naming the
+    change. The core then starts the script in an isolated interpreter (``-I``,
     through its bootstrap, which puts the script folders on ``sys.path`` and records the
     sha256 of every script file imported) with an environment it assembles and records.
 

@@ -104,6 +104,8 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
         evidence.problems.append(f"{rel}/{result.log_file}: no installed log format {recorded!r} to re-parse it")
         return evidence
     if not log_path.is_file():
+        if result.status != "success" and not result.repeats:
+            return evidence  # refused before its launch (e.g. by the launch check): no log was written
         evidence.problems.append(f"{rel}/{result.log_file}: missing")
         return evidence
     # Read as the run itself read it: the same streaming reader, hints and FINAL_RESULT rule.

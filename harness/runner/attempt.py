@@ -17,8 +17,9 @@ from harness.models.result import LaunchRecord, RepeatResult
 from harness.readback import ReadbackCheck, check_log
 from harness.result_builder import log_peak_memory, log_verdict, past_warmup, repeat_figures
 from harness.runner.observer import RunObserver, StepClock
-from harness.runner.sealed_launch import (launch_record, read_import_records, repeat_nonce,
-                                          sealed_launch, shadowed_problem, vendor_changes)
+from harness.runner.sealed_launch import (config_file_changes, launch_record, read_import_records,
+                                          repeat_nonce, restore_config_file, sealed_launch,
+                                          shadowed_problem, vendor_changes)
 from harness.witness import Witness, logged_rate, logged_step_time, witness_problem
 
 if TYPE_CHECKING:
@@ -151,7 +152,9 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
         if readback_required:  # a built-in framework's script: the core's own launch of it
             changed = vendor_changes(router.framework_launch(ctx, attempt.env, attempt.dataset),
                                      launch, _allowed_launch_env(harness, ctx.vendor))
+            changed += config_file_changes(context.run_dir, ctx.config)
             if changed:
+                restore_config_file(context.run_dir, ctx.config)
                 attempt.fail("invalid", f"the {ctx.vendor} vendor's run wrapper "
                              f"{'; '.join(changed)}: a built-in script is launched by the harness")
                 break
@@ -173,6 +176,11 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
                                                builtin_script=readback_required)
         attempt.outcomes.append(outcome)
         if readback_required:
+            edited = config_file_changes(context.run_dir, ctx.config)
+            if edited:  # by an execute wrapper, or by the process itself
+                restore_config_file(context.run_dir, ctx.config)
+                sealed_problem = sealed_problem or (
+                    f"{'; '.join(edited)} while the training process ran: the script read another config")
             imported, shadowed = read_import_records(record_prefix)
             attempt.launches.append(launch_record(index, launch, imported))
             sealed_problem = sealed_problem or shadowed_problem(shadowed) or (

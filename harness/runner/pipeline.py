@@ -20,6 +20,7 @@ from harness.runner.observer import RunObserver
 from harness.runner.planning import check_paths, plan, replanned
 from harness.runner.record import record_result
 from harness.runner.request import RunReport, RunRequest, utcnow
+from harness.runner.sealed_launch import CONFIG_FILE, config_text
 from harness.runner.signals import Terminated, deferred_signals, raise_for, stop_signals_raise
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ def _run_and_record(harness: Harness, context: RunContext, request: RunRequest,
     run_dir = context.run_dir
     with watching(link):  # another node's failure stops this node's ranks
         try:
-            atomic_write_text(run_dir / "config.json", context.config.model_dump_json(indent=2) + "\n")
+            atomic_write_text(run_dir / CONFIG_FILE, config_text(context.config))
             run_repeats(harness, context, observer, attempt)
         except HarnessError as exc:
             if not attempt.launched:

@@ -13,7 +13,9 @@ starts the command itself (:func:`sealed_launch`):
 - the environment is assembled here, whole: harness's own minus the variables that change
   which code the interpreter or loader loads, plus the launch's variables;
 - the bootstrap records the sha256 of every file the processes imported from harness's script
-  folders, and any module named like one of theirs that was imported from elsewhere.
+  folders, and any module named like one of theirs that was imported from elsewhere;
+- the resolved config the script reads (``config.json``, written by the core) must be what the
+  core wrote when the process is started and when it has ended (:func:`config_file_changes`).
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from harness.readback import DATA_NONCE_ENV
 from harness.runner.scrub import scrub_environment
 
 BOOTSTRAP = Path(__file__).with_name("script_bootstrap.py")
+#: The resolved config a built-in script reads, in the run folder.
+CONFIG_FILE = "config.json"
+#: Changed keys named in a reason, at most.
+_NAMED_KEYS = 5
 #: The interpreter flags of the sealed launch: isolated, unbuffered (``-I`` ignores
 #: PYTHONUNBUFFERED, and the core times the step lines as they arrive).
 INTERPRETER_FLAGS = ["-I", "-u"]
@@ -53,6 +59,61 @@ def vendor_changes(framework: LaunchSpec, vendored: LaunchSpec, allowed_env: fro
         if getattr(vendored, field) != getattr(framework, field):
             changes.append(f"changed the launch's {field}")
     return changes
+
+
+def config_text(config) -> str:
+    """The text of ``config.json`` as the core writes it for the training scripts."""
+    return config.model_dump_json(indent=2) + "\n"
+
+
+def config_file_changes(run_dir: Path, config) -> list[str]:
+    """What differs in ``run_dir/config.json`` from the resolved config the core wrote there
+    (``config_text``): empty when nothing; else one item naming the keys that differ
+    (``params.num_layers 2 -> 1``). A script that reads an edited file trains another model
+    than the one its result would record."""
+    path = run_dir / CONFIG_FILE
+    written = config_text(config)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        return [f"removed {CONFIG_FILE}"]
+    if text == written:
+        return []
+    try:
+        now = _flat(json.loads(text))
+    except ValueError:
+        return [f"replaced {CONFIG_FILE} with a file that is not JSON"]
+    before = _flat(json.loads(written))
+    keys = sorted(k for k in before.keys() | now.keys() if before.get(k, _ABSENT) != now.get(k, _ABSENT))
+    if not keys:
+        return [f"rewrote {CONFIG_FILE} (the same values)"]
+    named = [f"{k} {_shown(before.get(k, _ABSENT))} -> {_shown(now.get(k, _ABSENT))}" for k in keys[:_NAMED_KEYS]]
+    more = f" and {len(keys) - _NAMED_KEYS} more" if len(keys) > _NAMED_KEYS else ""
+    return [f"changed {CONFIG_FILE} ({', '.join(named)}{more})"]
+
+
+def restore_config_file(run_dir: Path, config) -> None:
+    """Put ``config.json`` back as the core wrote it: the run folder keeps the config its result
+    records, and the change is named in the run's reason instead."""
+    from harness.results_io import atomic_write_text
+
+    atomic_write_text(run_dir / CONFIG_FILE, config_text(config))
+
+
+_ABSENT = object()
+
+
+def _flat(value, prefix: str = "") -> dict:
+    if isinstance(value, dict) and value:
+        flat: dict = {}
+        for key, item in value.items():
+            flat.update(_flat(item, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: value}
+
+
+def _shown(value) -> str:
+    return "(none)" if value is _ABSENT else json.dumps(value)
 
 
 def _first_difference(before: list[str], after: list[str]) -> str:

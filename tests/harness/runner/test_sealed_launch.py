@@ -13,7 +13,8 @@ from harness.models import LaunchSpec
 from harness.models.device import DeviceBackend, FrameworkDevice
 from harness.runner.process import execute_launch
 from harness.runner.scrub import scrub_environment
-from harness.runner.sealed_launch import (read_import_records, sealed_launch, shadowed_problem,
+from harness.runner.sealed_launch import (config_file_changes, config_text, read_import_records,
+                                          restore_config_file, sealed_launch, shadowed_problem,
                                           training_environment, vendor_changes)
 
 ALLOWED = frozenset({"OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES"})
@@ -42,6 +43,43 @@ def test_a_vendor_may_not_replace_the_command_or_the_launch():
     assert vendor_changes(framework, replaced, ALLOWED) == [
         "replaced the command (argument 1: '/s/train.py' became '-c')"]
     assert vendor_changes(framework, _launch(cwd="/tmp"), ALLOWED) == ["changed the launch's cwd"]
+
+
+def _written_config(tmp_path):
+    from tests.plugins.conftest import plan_context
+
+    config = plan_context(tmp_path, "gpt3_125M", "pytorch").config
+    (tmp_path / "config.json").write_text(config_text(config))
+    return config
+
+
+def test_the_config_file_the_script_reads_must_be_the_one_the_core_wrote(tmp_path):
+    import json
+
+    config = _written_config(tmp_path)
+    assert config_file_changes(tmp_path, config) == []
+    edited = json.loads((tmp_path / "config.json").read_text())
+    edited["params"]["num_layers"] //= 2
+    edited["settings"]["skip_steps"] = 0
+    (tmp_path / "config.json").write_text(json.dumps(edited))
+    skip = config.settings.skip_steps
+    assert config_file_changes(tmp_path, config) == [
+        f"changed config.json (params.num_layers 2 -> 1, settings.skip_steps {skip} -> 0)"]
+    restore_config_file(tmp_path, config)  # put back as written: the folder matches its result
+    assert (tmp_path / "config.json").read_text() == config_text(config)
+    assert config_file_changes(tmp_path, config) == []
+
+
+def test_a_config_file_rewritten_replaced_or_removed_is_named(tmp_path):
+    import json
+
+    config = _written_config(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps(json.loads(config_text(config))))
+    assert config_file_changes(tmp_path, config) == ["rewrote config.json (the same values)"]
+    (tmp_path / "config.json").write_text("num_layers = 1\n")
+    assert config_file_changes(tmp_path, config) == ["replaced config.json with a file that is not JSON"]
+    (tmp_path / "config.json").unlink()
+    assert config_file_changes(tmp_path, config) == ["removed config.json"]
 
 
 def test_a_backend_cannot_declare_interpreter_or_loader_variables():
