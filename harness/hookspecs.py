@@ -281,7 +281,9 @@ def matmul_probe(context: RunContext, env: ExecutionEnv) -> MatmulRate | None:
     """Measure the dense matmul rate one of the run's devices achieves, or return ``None``.
 
     Called on the plugin that registered ``context.framework``, in the environment of
-    ``prepare_env``, before a certification's runs: a short probe (a second or two of large
+    ``prepare_env`` whose ``env.env`` holds the variables one training process of the run gets
+    (the framework's and the vendor's: threads, visible devices; run the probe with them), before
+    a certification's runs: a short probe (a second or two of large
     matmuls at the run's precision, on the device the vendor's backend names, through the
     framework itself). Certification records it beside the vendor's ``device_peak_flops``
     and fails a point whose declared peak is below what the device was measured doing (an

@@ -13,16 +13,28 @@ records it beside the declared peak and the plugin that declared it. A point fai
 
 The margin covers the probe's own noise and a run's kernels outdoing the probe's single
 matmul shape; it is no licence to tune: an honest datasheet peak lies above the probe.
+
+The probe is a lower bound on the device's rate, and both rules need it close to the device's
+own, also on a machine shared with other work:
+
+- it runs as one training process of the point runs: with the variables the vendor's ``run``
+  wrapper gives that process (its threads, its visible devices), so a device of one core is
+  probed on one core, not on the whole host;
+- on a CPU device its windows are timed by the busiest thread's CPU time, not the wall clock
+  (``matmul_probe.py``): a neighbour holding the core slows the wall clock 2-3x on a busy
+  2-core machine, which made honest runs' MFU exceed the slowed probe's share and let a peak
+  lowered 4x pass as within the margin. Its best window is taken.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from harness.certify.checks import Check, failed, passed
-from harness.models import MatmulRate
+from harness.models import ExecutionEnv, MatmulRate
 
 if TYPE_CHECKING:
     from harness.app import Harness
@@ -52,7 +64,7 @@ def measure(harness: Harness, context, observer=None) -> PeakProbe:
     precision = context.config.settings.precision
     if observer is not None:
         observer.stage("probe", f"dense matmul rate, {context.framework} {precision}")
-    env = router.prepare_env(context)
+    env = _one_process_env(router, context, router.prepare_env(context))
     rate = router.matmul_probe(context, env)
     peak = router.device_peak_flops(context.devices, precision)
     owner = router.vendor_owner(context.vendor)
@@ -60,6 +72,28 @@ def measure(harness: Harness, context, observer=None) -> PeakProbe:
     source = f"device_peak_flops of {owner}" + (f" ({info.distribution} {info.version})" if info else "")
     return PeakProbe(framework=context.framework, precision=precision, rate=rate,
                      declared_peak=peak, peak_source=source if peak is not None else None)
+
+
+def _one_process_env(router, context, env: ExecutionEnv) -> ExecutionEnv:
+    """``env`` with the variables one training process of the point gets: the framework's launch
+    as the vendor's ``run`` wrapper returns it (threads, visible devices, runtime knobs), less
+    the interpreter's and the loader's. The probe then measures that process's device, not the
+    whole host (one examplechip is one core: its run gives each process one thread). ``env``
+    as it is where there is no launch to take them from before the run."""
+    from harness.models.device import UNDECLARABLE_ENV_PREFIXES
+
+    dataset = router.prepare_data(context)  # the runs need it too; a failure here is theirs
+    try:
+        launch = router.run(context, env, dataset)
+    except Exception as exc:  # noqa: BLE001 - a wrapper that needs the run's folder, not yet made
+        logging.getLogger(__name__).warning("matmul probe: the launch's variables are unknown "
+                                            "before the run (%s); the probe runs without them", exc)
+        return env
+    if launch is None:
+        return env
+    variables = {name: value for name, value in launch.env.items()
+                 if not name.upper().startswith(UNDECLARABLE_ENV_PREFIXES)}
+    return env.model_copy(update={"env": variables})
 
 
 def check(probe: PeakProbe, results: list[BenchmarkResult], point: str) -> Check:

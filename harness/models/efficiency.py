@@ -18,6 +18,10 @@ class MatmulRate(BaseModel):
     dtype: str = Field(description="The framework's element type of the matrices, e.g. torch.bfloat16.")
     device: str = Field(description="The framework's device the probe ran on, e.g. cuda:0.")
     framework_version: str | None = None
+    clock: str | None = Field(
+        None, description="How its windows were timed: 'wall' (the device synchronised at both "
+                          "ends) or 'thread_cpu' (a CPU device: the busiest thread's CPU time, so "
+                          "a neighbour holding the core does not count).")
 
 
 class FlopsEstimate(BaseModel):

@@ -160,9 +160,9 @@ def prepare_env(context: RunContext) -> ExecutionEnv | None:
 @hookimpl
 def matmul_probe(context: RunContext, env: ExecutionEnv):
     """torch matmuls on the vendor's torch device at the run's precision (shared_scripts)."""
-    from harness_cases.shared_scripts import torch_matmul_probe
+    from harness_cases.shared_scripts import run_matmul_probe
 
-    return torch_matmul_probe(env.python, context.config.device, context.config.settings.precision)
+    return run_matmul_probe(env, "torch", context.config.device, context.config.settings.precision)
 
 
 def build_argv(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo,

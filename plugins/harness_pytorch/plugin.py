@@ -119,9 +119,9 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
 @hookimpl
 def matmul_probe(context: RunContext, env: ExecutionEnv):
     """torch matmuls on the vendor's torch device at the run's precision (shared_scripts)."""
-    from harness_cases.shared_scripts import torch_matmul_probe
+    from harness_cases.shared_scripts import run_matmul_probe
 
-    return torch_matmul_probe(env.python, context.config.device, context.config.settings.precision)
+    return run_matmul_probe(env, "torch", context.config.device, context.config.settings.precision)
 
 
 LOG_FORMATS = {"bert": "dllogger", "resnet50": "pytorch_dle", "mobilenet_v1": "pytorch_dle"}

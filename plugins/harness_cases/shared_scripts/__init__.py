@@ -33,30 +33,32 @@ def launch_scripts(entry: Path, *folders: Path) -> list[str]:
     return [str(entry), *map(str, modules)]
 
 
-def torch_matmul_probe(python: str, backend, precision: str, seconds: float = 1.5):
-    """The torch-based frameworks' ``matmul_probe``: ``matmul_probe.py`` run isolated in the
-    run's interpreter, on the torch device the vendor's backend names; None (with a warning)
-    when the backend has no torch device or the probe fails."""
+def run_matmul_probe(env, library: str, backend, precision: str, seconds: float = 1.5):
+    """A built-in framework's ``matmul_probe``: ``matmul_probe.py --framework library`` run
+    isolated in the run's interpreter (``env.python``) with the run's variables (``env.env``:
+    the framework's, and the vendor's for one process, such as its threads), on the device the
+    vendor's backend names for ``library`` (torch, paddle, mxnet); None (with a warning) when
+    the backend has no such device or the probe fails."""
     import json
     import logging
     import subprocess
-    import sys
 
     from harness.models import MatmulRate
 
-    entry = backend.for_framework("torch") if backend is not None else None
+    entry = backend.for_framework(library) if backend is not None else None
     if entry is None:
         return None
-    argv = [python, "-I", str(SHARED_SCRIPTS_DIR / "matmul_probe.py"), "--device", entry.device_type,
-            "--dtype", precision, "--seconds", str(seconds),
+    argv = [env.python, "-I", str(SHARED_SCRIPTS_DIR / "matmul_probe.py"), "--framework", library,
+            "--device", entry.device_type, "--dtype", precision, "--seconds", str(seconds),
             "--fp32-precision", backend.float32_matmul_precision,
             *(a for module in entry.import_modules for a in ("--import", module))]
     try:
         out = subprocess.run(argv, capture_output=True, text=True, timeout=600, check=True,
-                             stdin=subprocess.DEVNULL)
+                             stdin=subprocess.DEVNULL, env={**os.environ, **env.env})
         rate = json.loads(out.stdout.strip().splitlines()[-1])
         return MatmulRate(flops_per_s=rate["flops_per_s"], size=rate["n"], dtype=rate["dtype"],
-                          device=rate["device"], framework_version=rate.get("torch"))
+                          device=rate["device"], framework_version=rate.get("version"),
+                          clock=rate.get("clock"))
     except (OSError, subprocess.SubprocessError, ValueError, KeyError, IndexError) as exc:
         detail = getattr(exc, "stderr", None) or exc
         logging.getLogger(__name__).warning("matmul probe failed: %s", str(detail).strip()[-300:])

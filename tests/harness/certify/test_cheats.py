@@ -129,13 +129,15 @@ def test_a_peak_lowered_4x_fails_certification_naming_it(tmp_path):
 
     from harness.certify.runner import CertifyRequest, run_certification
     from harness.certify.suite import load_suite
-    from harness_cases.shared_scripts import torch_matmul_probe
+    from harness.models import ExecutionEnv
+    from harness_cases.shared_scripts import run_matmul_probe
     from tests.harness.certify.cheats import PeakLowerer
     from tests.harness.tampering_vendors import HOST_CPU
 
     import sys
 
-    honest = torch_matmul_probe(sys.executable, HOST_CPU, "fp32").flops_per_s
+    env = ExecutionEnv(python=sys.executable, framework="pytorch")
+    honest = run_matmul_probe(env, "torch", HOST_CPU, "fp32").flops_per_s
     cheat = PeakLowerer(honest)
     harness = Harness.load(load_entrypoints=False, extra=(cheat,))
     suite = load_suite(str(Path(__file__).resolve().parents[2] / "fixtures" / "certify" / "one_point.toml"), harness)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -9,7 +10,7 @@ import pytest
 from harness import hookimpl
 from harness.app import Harness
 from harness.certify.probe import PROBE_MARGIN, PeakProbe, check
-from harness.models import ExecutionEnv, FrameworkSpec, MatmulRate
+from harness.models import DeviceInfo, DeviceSet, ExecutionEnv, FrameworkSpec, MatmulRate, VendorSpec
 from harness.runner.pipeline import RunRequest, plan
 
 RATE = MatmulRate(flops_per_s=40e9, size=1024, dtype="torch.float32", device="cpu")
@@ -78,3 +79,49 @@ def test_the_torch_probe_measures_the_cpu(tmp_path):
     router = harness.router(context)
     rate = router.matmul_probe(context, router.prepare_env(context))
     assert rate.flops_per_s > 1e8 and rate.device == "cpu" and rate.dtype == "torch.float32"
+
+
+class OneCoreVendor:
+    """A vendor whose device is one core: its run wrapper gives each process one thread."""
+
+    name = "onecore"
+
+    def __init__(self, fail: bool = False):
+        self.fail = fail
+
+    @hookimpl
+    def register_vendors(self, register):
+        from tests.harness.tampering_vendors import HOST_CPU
+
+        register(VendorSpec(name=self.name, description="probe test vendor", device_kind="cpu",
+                            backend=HOST_CPU.model_copy(update={"launch_env": frozenset({"OMP_NUM_THREADS"})})))
+
+    @hookimpl
+    def discover_devices(self, vendor):
+        return DeviceSet(vendor=self.name, kind="cpu", devices=[DeviceInfo(index=0, name="core 0")])
+
+    @hookimpl(wrapper=True)
+    def run(self, context, env, dataset):
+        launch = yield
+        if self.fail:  # a wrapper that needs the run's folder, which does not exist before the run
+            (context.run_dir / "config.json").read_text()
+        return launch.model_copy(update={"env": {**launch.env, "OMP_NUM_THREADS": "1"}})
+
+
+@pytest.mark.parametrize("fail", [False, True])
+def test_the_probe_runs_as_one_process_of_the_point(tmp_path, fail):
+    """With the variables the vendor gives one training process (its threads), without the
+    interpreter's; as it is where the vendor's wrapper cannot give them before the run."""
+    from harness.certify.probe import _one_process_env
+
+    harness = Harness.load(load_entrypoints=False, extra=(OneCoreVendor(fail),))
+    context = plan(harness, RunRequest(case="gpt3_125M", vendor="onecore", framework="pytorch",
+                                       scale="smoke", output=tmp_path, cache_dir=tmp_path / "cache"))
+    router = harness.router(context)
+    env = ExecutionEnv(python=sys.executable, framework="pytorch", env={"FRAMEWORK_KNOB": "1"})
+    probed = _one_process_env(router, context, env)
+    if fail:
+        assert probed == env
+    else:
+        assert probed.env["OMP_NUM_THREADS"] == "1" and probed.env["FRAMEWORK_KNOB"] == "1"
+        assert not any(name.startswith("PYTHON") for name in probed.env)  # the launch's PYTHONPATH
