@@ -77,6 +77,15 @@ def unsupported_reason(context: RunContext) -> str | None:
 
 
 @hookimpl
+def matmul_probe(context: RunContext, env: ExecutionEnv):
+    """MXNet matmuls on the vendor's mxnet device at the run's precision, in the MXNet
+    environment (shared_scripts)."""
+    from harness_cases.shared_scripts import run_matmul_probe
+
+    return run_matmul_probe(env, "mxnet", context.config.device, context.config.settings.precision)
+
+
+@hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
     from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 

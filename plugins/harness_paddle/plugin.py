@@ -104,6 +104,15 @@ def _data_argument(context: RunContext, dataset: DatasetInfo) -> str:
 
 
 @hookimpl
+def matmul_probe(context: RunContext, env: ExecutionEnv):
+    """Paddle matmuls on the vendor's paddle device at the run's precision, in the Paddle
+    environment (shared_scripts)."""
+    from harness_cases.shared_scripts import run_matmul_probe
+
+    return run_matmul_probe(env, "paddle", context.config.device, context.config.settings.precision)
+
+
+@hookimpl
 def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchSpec | None:
     from harness_cases.shared_scripts import launch_scripts, scripts_pythonpath
 
