@@ -25,7 +25,17 @@ iterations give one record per N steps. Definitions:
   of the window a model must do better than knowing nothing. The end, not every record: a
   model may start above it (a GPT's initial loss is ln(V) + var(logits)/2) and, under a long
   warm-up, take many steps to come down, while a climb above the start is ``no_spike``'s to
-  catch. Not judged when the case declares no classes or the window is empty.
+  catch. Not judged when the case declares no classes or the window is empty, nor **at the
+  very start of the warm-up**: when the learning rate is known (the logged learning-rate
+  records and the schedule's peak, the run's ``learning_rate`` parameter) and the highest
+  rate logged up to the window's last record is below ``EARLY_WARMUP_SHARE`` of the peak.
+  A GPT warmed up over GPT-3's 375M tokens trains 10 to 30 steps at a fraction of a percent
+  of its peak rate, the loss still on its way down from ln(V) + var(logits)/2 (gpt3_1.3B,
+  14 steps of 65k tokens: 11.29 to 10.85 at 0.24% of the peak, healthy training), while past
+  1% it is well below ln(V) (100 steps of 131k tokens, 3.5%: 8.73). The highest rate, not the
+  last: a schedule that has decayed to its floor by the last step is past its warm-up. Where
+  either is unknown (a log without learning rates, a case without that parameter, an
+  ingested log) the rule is judged.
 - ``falling``: the mean loss of the window's last quarter (``ceil(n/4)`` records) is below
   the mean of its first quarter: the loss fell over the measured window. Quarter means
   rather than the end points, so one noisy record decides nothing. Not judged with fewer
@@ -56,6 +66,15 @@ NOISE_MULTIPLE = 4.0
 MAX_NOISE_SHARE = 0.5
 #: Fewest records in the window for the falling rule: a quarter of four is one record each.
 MIN_FALLING_RECORDS = 4
+#: The share of the schedule's peak learning rate the run must have reached by the end of the
+#: window before ``below_uniform`` is judged: below it the run is at the very start of its
+#: warm-up, where the loss falls from its initial level, above the uniform-guess loss for a
+#: GPT, without a defect.
+EARLY_WARMUP_SHARE = 0.01
+#: The case parameter that holds the peak of the learning-rate schedule: every built-in case's
+#: training scripts warm up to it (``lr_schedule.lr_at``), and it is a measurement-window key
+#: (``harness.measurement_window``).
+PEAK_LEARNING_RATE_PARAM = "learning_rate"
 
 
 def uniform_guess_loss(case: CaseSpec, params: Mapping[str, ParamValue]) -> float | None:
@@ -74,12 +93,27 @@ def uniform_guess_loss(case: CaseSpec, params: Mapping[str, ParamValue]) -> floa
     return total
 
 
+def peak_learning_rate(params: Mapping[str, ParamValue]) -> float | None:
+    """The peak of the run's learning-rate schedule: its ``learning_rate`` parameter; None
+    when the run has none or it is not a positive number."""
+    value = params.get(PEAK_LEARNING_RATE_PARAM)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 \
+            or not math.isfinite(value):
+        return None
+    return float(value)
+
+
 def judge_health(curve: Sequence[tuple[int, float]], *, skip_steps: int, non_finite: int = 0,
-                 uniform_loss: float | None = None) -> Health:
+                 uniform_loss: float | None = None,
+                 learning_rates: Sequence[tuple[int, float]] = (),
+                 peak_learning_rate: float | None = None) -> Health:
     """The verdict of the rules above on ``curve`` (the logged (step, loss) records, in
-    order); ``non_finite`` counts NaN/inf losses among all records, thinned out or not."""
+    order); ``non_finite`` counts NaN/inf losses among all records, thinned out or not;
+    ``learning_rates`` are the logged (step, learning rate) records and ``peak_learning_rate``
+    the schedule's peak (``peak_learning_rate(params)``), which together tell whether the run
+    is at the very start of its warm-up."""
     first_steps = max(1, skip_steps)
-    base = dict(first_steps=first_steps, uniform_loss=uniform_loss)
+    base = dict(first_steps=first_steps, uniform_loss=uniform_loss, peak_learning_rate=peak_learning_rate)
     if not curve:
         return Health(status="unjudged", reasons=[], checks=[], **base)
     finite = [(step, loss) for step, loss in curve if math.isfinite(loss)]
@@ -91,7 +125,7 @@ def judge_health(curve: Sequence[tuple[int, float]], *, skip_steps: int, non_fin
                     detail="every logged loss is finite" if bad == 0 else
                     f"{bad} logged loss{'es are' if bad > 1 else ' is'} NaN or infinite"),
         _no_spike(finite, noise),
-        _below_uniform(window, uniform_loss, first_steps),
+        _below_uniform(window, uniform_loss, first_steps, learning_rates, peak_learning_rate),
         _falling(window, first_steps),
     ]
     reasons = [check.detail for check in checks if check.passed is False]
@@ -134,13 +168,23 @@ def quarter_means(window: list[tuple[int, float]]) -> tuple[tuple[float, str], t
             (sum(loss for _, loss in last) / quarter, f"steps {last[0][0]}-{last[-1][0]}"))
 
 
-def _below_uniform(window: list[tuple[int, float]], uniform: float | None, first_steps: int) -> HealthCheck:
+def _below_uniform(window: list[tuple[int, float]], uniform: float | None, first_steps: int,
+                   learning_rates: Sequence[tuple[int, float]], peak: float | None) -> HealthCheck:
     if uniform is None:
         return HealthCheck(name="below_uniform", passed=None,
                            detail="the case declares no classes for a uniform-guess loss")
     if not window:
         return HealthCheck(name="below_uniform", passed=None,
                            detail=f"no finite loss logged after the first {first_steps} steps")
+    end = window[-1][0]
+    reached = [rate for step, rate in learning_rates if step <= end and math.isfinite(rate)]
+    if peak is not None and reached and max(reached) < EARLY_WARMUP_SHARE * peak:
+        highest = max(reached)
+        return HealthCheck(name="below_uniform", passed=None,
+                           detail=f"not judged: the learning rate reached {highest:.3g} by step {end}, "
+                                  f"{100 * highest / peak:.2g}% of its peak {peak:.3g} (judged from "
+                                  f"{100 * EARLY_WARMUP_SHARE:g}%); the loss falls from its initial "
+                                  f"level during the first part of the warm-up")
     (_, _), (late, span) = quarter_means(window)
     if late > uniform:
         return HealthCheck(name="below_uniform", passed=False,

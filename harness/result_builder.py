@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any, Iterable, Sequence
 
 from harness.config_resolution import CLI_SOURCE, SWEEP_SOURCE, set_by_user
-from harness.health import judge_health
+from harness.health import judge_health, peak_learning_rate
 from harness.logparse.summary import LogReading
 from harness.measurement_window import locked_keys_touched
 from harness.models import BenchmarkResult, DeviceSet, ResolvedConfig
@@ -157,7 +157,8 @@ def build_result(
     config holds only the precisions a run can train in). The batch size is the config's
     (``micro_batch_of``: 0 where an ingested log did not say).
     ``uniform_loss`` is the case's uniform-guess loss (``harness.health.uniform_guess_loss``)
-    for the health verdict.
+    for the health verdict, which reads the schedule's peak learning rate from the config's
+    params (an ingested log's config holds none).
     """
     settings = config.settings
     batch = micro_batch_of(config)
@@ -195,7 +196,9 @@ def build_result(
         log_summary=_log_summary(reading, log_format, list(notes)),
         health=judge_health(summary.loss.points if summary else [], skip_steps=settings.skip_steps,
                             non_finite=summary.loss.non_finite if summary else 0,
-                            uniform_loss=uniform_loss),
+                            uniform_loss=uniform_loss,
+                            learning_rates=summary.learning_rate.points if summary else [],
+                            peak_learning_rate=peak_learning_rate(config.params)),
         device_metrics=dict(device_metrics or {}),
         repeats=list(repeats),
         status=status,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,7 +25,7 @@ from harness.certify.record import Certification, PointRecord, PointSummary
 from harness.certify.suite import BUILTIN_DIR, REPEATS_DEVIATION, Suite, parse_suite_text, repeats_deviation
 from harness import __version__
 from harness.errors import HarnessError
-from harness.health import judge_health, uniform_guess_loss
+from harness.health import judge_health, peak_learning_rate, uniform_guess_loss
 from harness.logparse.summary import stream_log
 from harness.result_builder import repeat_figures
 from harness.results_io import LEGACY_DECIMALS
@@ -128,7 +129,9 @@ def reparse_run(registry: Registry, root: Path, run_id: str) -> RunEvidence:
             evidence.problems.append(f"{rel}/{result.log_file}: {nonce}")
     evidence.health = judge_health(evidence.losses, skip_steps=result.config.settings.skip_steps,
                                    non_finite=reading.summary.loss.non_finite,
-                                   uniform_loss=_uniform_loss(registry, result))
+                                   uniform_loss=_uniform_loss(registry, result),
+                                   learning_rates=reading.summary.learning_rate.points,
+                                   peak_learning_rate=peak_learning_rate(result.config.params))
     claimed = result.throughput.value if result.throughput else None
     if result.status == "success" and evidence.final is not None:
         evidence.problems += [f"{rel}/result.json: {p}" for p in efficiency_problems(result, evidence.final)]
@@ -182,8 +185,13 @@ def check_health(runs: list[RunEvidence], label: str) -> Check:
                                           for run in sick), label)
     if not judged or all(run.health.status == "unjudged" for run in judged):
         return failed("health", "no run logged a loss to judge its training by", label)
+    # A rule a run could not judge (below uniform at the very start of a warm-up, falling with
+    # few records) is named, so the pass claims no more than was checked.
+    unjudged = Counter(check.name.replace("_", " ") for run in judged for check in run.health.checks
+                       if check.passed is None)
+    not_judged = "".join(f"; {name} not judged in {count} of {len(judged)}" for name, count in unjudged.items())
     return passed("health", f"{len(judged)} runs healthy (finite, no spike above the first loss, "
-                            "below the uniform-guess loss after the first steps, falling)", label)
+                            f"below the uniform-guess loss after the first steps, falling{not_judged})", label)
 
 
 def _builtin_framework(registry: Registry, framework: str) -> bool:

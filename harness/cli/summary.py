@@ -14,13 +14,16 @@ def _mb(value: int | None) -> str:
 
 
 def health_text(health) -> str:
-    """The health verdict for the summary: unhealthy runs in red with every failed rule."""
+    """The health verdict for the summary: unhealthy runs in red with every failed rule; a
+    healthy run names the rules it passed and those not judged (e.g. below uniform at the very
+    start of a warm-up: ``harness results show`` has the why)."""
     if health.status == "unhealthy":
         return "[red]unhealthy[/red]: " + escape("; ".join(health.reasons))
     if health.status == "unjudged":
         return "unjudged (no loss logged)"
     judged = [c.name.replace("_", " ") for c in health.checks if c.passed]
-    return f"healthy ({', '.join(judged)})"
+    unjudged = [c.name.replace("_", " ") for c in health.checks if c.passed is None]
+    return f"healthy ({', '.join(judged)}{'; not judged: ' + ', '.join(unjudged) if unjudged else ''})"
 
 
 def print_summary(report, console=None, registry=None) -> None:

@@ -41,6 +41,11 @@ class Health(BaseModel):
     uniform_loss: float | None = Field(
         None, description="The loss of a uniform guess over the case's classes (ln of the "
                           "vocabulary for a language model); None when the case declares none.")
+    peak_learning_rate: float | None = Field(
+        None, description="The peak of the run's learning-rate schedule (its learning_rate "
+                          "parameter); below 1% of it, in the logged learning rates, the run is "
+                          "at the very start of its warm-up and the below-uniform rule is not "
+                          "judged. None when unknown (an ingested log).")
 
     @property
     def failed(self) -> bool:

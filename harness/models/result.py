@@ -20,7 +20,8 @@ from harness.witness import Witness
 #: 2.1 added ``health``.
 #: 2.2: ``environment.requirements`` and ``environment.wheelhouse`` (where an isolated
 #: environment came from) and ``config.settings.framework_requirement``.
-SCHEMA_VERSION = "2.2"
+#: 2.3: ``health.peak_learning_rate`` (the below-uniform rule waits for the warm-up).
+SCHEMA_VERSION = "2.3"
 
 #: ``config.sources["micro_batch_size"]`` of an ingested log that does not say its batch size
 #: (the config holds 1 in its place; ``BenchmarkResult.micro_batch_size`` is then 0).

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 
-from harness.health import SPIKE_TOLERANCE, judge_health, loss_noise, unhealthy_note, uniform_guess_loss
-from harness.models import CaseSpec
+from harness.app import Harness
+from harness.health import (EARLY_WARMUP_SHARE, SPIKE_TOLERANCE, judge_health, loss_noise, peak_learning_rate,
+                            unhealthy_note, uniform_guess_loss)
+from harness.models import BenchmarkResult, CaseSpec
 
 LN_VOCAB = math.log(50304)
 
@@ -127,8 +130,6 @@ def test_uniform_guess_loss_adds_the_logs_of_the_declared_classes():
 
 
 def test_the_builtin_cases_declare_their_classes():
-    from harness.app import Harness
-
     cases = Harness.load(load_entrypoints=False).registry.cases
     expected = {"gpt3_1.3B": ("vocab_size",), "gpt3_6.7B": ("vocab_size",),
                 "bert_base_seq128": ("vocab_size", 2), "resnet50": ("num_classes",),
@@ -160,3 +161,110 @@ def test_an_explosive_climb_is_no_noise():
     # gpt3_125M smoke at learning rate 10: each change is thousands, the median change too.
     health = judge_health(curve(7.65, 627.4, 2262.9, 4527.1, 5985.6), skip_steps=1, uniform_loss=math.log(2048))
     assert checks(health)["no_spike"] is False and checks(health)["below_uniform"] is False
+
+
+# gpt3_1.3B on one H200, micro batch 8, 14 steps, skip_steps 4 (benchmarks/results/h200/
+# 20261128-024658-...-d090): GPT-3's 375M-token warm-up is 22,889 steps of this 16k-token batch.
+WARMUP_LOSSES = (11.29147, 11.29709, 11.29223, 11.27942, 11.26519, 11.25171, 11.23519, 11.22056,
+                 11.20526, 11.18782, 11.16994, 11.15341, 11.13503, 11.12155)
+PEAK_1_3B = 2e-4
+
+
+def warmup_rates(steps: int, warmup_steps: int, peak: float = PEAK_1_3B) -> list[tuple[int, float]]:
+    return [(step, peak * step / warmup_steps) for step in range(1, steps + 1)]
+
+
+def below_uniform(health):
+    return next(check for check in health.checks if check.name == "below_uniform")
+
+
+def test_below_uniform_is_not_judged_at_the_very_start_of_the_warm_up():
+    health = judge_health(curve(*WARMUP_LOSSES), skip_steps=4, uniform_loss=LN_VOCAB,
+                          learning_rates=warmup_rates(14, 22889), peak_learning_rate=PEAK_1_3B)
+    assert health.status == "healthy" and health.reasons == []
+    assert checks(health) == {"finite": True, "no_spike": True, "below_uniform": None, "falling": True}
+    assert below_uniform(health).detail == (
+        "not judged: the learning rate reached 1.22e-07 by step 14, 0.061% of its peak 0.0002 (judged "
+        "from 1%); the loss falls from its initial level during the first part of the warm-up")
+    assert health.peak_learning_rate == PEAK_1_3B
+
+
+def test_below_uniform_is_judged_once_the_rate_reaches_one_percent_of_its_peak():
+    # The same losses under a warm-up that reached 1% of the peak by step 14: a model that
+    # trained at that rate and is still no better than a uniform guess is unhealthy.
+    rates = [(step, EARLY_WARMUP_SHARE * PEAK_1_3B * step / 14) for step in range(1, 15)]
+    health = judge_health(curve(*WARMUP_LOSSES), skip_steps=4, uniform_loss=LN_VOCAB,
+                          learning_rates=rates, peak_learning_rate=PEAK_1_3B)
+    assert health.status == "unhealthy" and checks(health)["below_uniform"] is False
+    # Only the rates up to the window's last loss record count: later ones do not excuse it.
+    rates = warmup_rates(14, 22889) + [(15, PEAK_1_3B)]
+    assert checks(judge_health(curve(*WARMUP_LOSSES), skip_steps=4, uniform_loss=LN_VOCAB,
+                               learning_rates=rates, peak_learning_rate=PEAK_1_3B))["below_uniform"] is None
+
+
+def test_below_uniform_reads_the_highest_rate_not_the_last():
+    # A schedule that warmed up and decayed to 0 at its last step (the BERT and CNN cases'
+    # cosine over the run) is past its warm-up.
+    rates = [(1, 5e-5), (2, 1e-4), (3, 5e-5), (4, 0.0), (5, 0.0), (6, 0.0), (7, 0.0), (8, 0.0)]
+    health = judge_health(curve(11.5, 11.4, 11.3, 11.2, 11.1, 11.0, 10.95, 10.9), skip_steps=2,
+                          uniform_loss=LN_VOCAB, learning_rates=rates, peak_learning_rate=1e-4)
+    assert checks(health)["below_uniform"] is False
+
+
+def test_without_a_learning_rate_curve_or_its_peak_below_uniform_is_judged_as_before():
+    no_curve = judge_health(curve(*WARMUP_LOSSES), skip_steps=4, uniform_loss=LN_VOCAB,
+                            peak_learning_rate=PEAK_1_3B)
+    assert no_curve.status == "unhealthy" and checks(no_curve)["below_uniform"] is False
+    assert no_curve.reasons == [f"mean loss of the window's last quarter 11.14 (steps 12-14) is above "
+                                f"the uniform-guess loss {LN_VOCAB:.4g}"]
+    no_peak = judge_health(curve(*WARMUP_LOSSES), skip_steps=4, uniform_loss=LN_VOCAB,
+                           learning_rates=warmup_rates(14, 22889))
+    assert checks(no_peak)["below_uniform"] is False and no_peak.peak_learning_rate is None
+    # Rates logged only after the window's end say nothing about it.
+    late = judge_health(curve(*WARMUP_LOSSES), skip_steps=4, uniform_loss=LN_VOCAB,
+                        learning_rates=[(20, 1e-7)], peak_learning_rate=PEAK_1_3B)
+    assert checks(late)["below_uniform"] is False
+
+
+def test_the_peak_learning_rate_is_the_runs_learning_rate_parameter():
+    assert peak_learning_rate({"learning_rate": 2e-4, "min_learning_rate": 2e-5}) == 2e-4
+    assert peak_learning_rate({"learning_rate": 1}) == 1.0
+    for params in ({}, {"lr": 2e-4}, {"learning_rate": 0.0}, {"learning_rate": True},
+                   {"learning_rate": "2e-4"}, {"learning_rate": float("inf")}):
+        assert peak_learning_rate(params) is None, params
+
+
+REPO = Path(__file__).resolve().parents[2]
+H200_RESULTS = REPO / "benchmarks" / "results" / "h200"
+#: The train.log of two committed H200 results, for certification's re-parse.
+H200_LOGS = Path(__file__).parent / "data" / "h200_gpt_runs"
+SHORT_RUN = "20261128-024658-gpt3_1.3B-pytorch-nvidia-d090"  # 14 steps at 0.061% of the peak
+LONG_RUN = "20261128-023909-gpt3_1.3B-pytorch-nvidia-1425"  # 100 steps, 3.5% of the peak
+
+
+def committed_result(run_id: str) -> BenchmarkResult:
+    return BenchmarkResult.model_validate_json((H200_RESULTS / f"{run_id}.result.json").read_text(encoding="utf-8"))
+
+
+def rejudge(result: BenchmarkResult):
+    """The verdict of today's rules on a recorded result's curves, as the result builder gives it."""
+    case = Harness.load(load_entrypoints=False).registry.cases.get(result.case)
+    summary = result.log_summary
+    return judge_health(summary.loss_curve, skip_steps=result.skip_steps,
+                        uniform_loss=uniform_guess_loss(case, result.config.params),
+                        learning_rates=summary.learning_rate_curve,
+                        peak_learning_rate=peak_learning_rate(result.config.params))
+
+
+def test_committed_short_gpu_runs_in_early_warm_up_are_healthy():
+    # Recorded with the rule judged at any rate: flagged above the uniform-guess loss.
+    short = committed_result(SHORT_RUN)
+    assert short.health.status == "unhealthy" and short.health.reasons[0].startswith(
+        "mean loss of the window's last quarter 11.15 (steps 12-14) is above the uniform-guess loss")
+    health = rejudge(short)
+    assert health.status == "healthy"
+    assert checks(health) == {"finite": True, "no_spike": True, "below_uniform": None, "falling": True}
+    assert "0.061% of its peak 0.0002" in below_uniform(health).detail
+    long = rejudge(committed_result(LONG_RUN))
+    assert long.status == "healthy" and checks(long)["below_uniform"] is True
+    assert "8.983 (steps 78-100) is below the uniform-guess loss 10.83" in below_uniform(long).detail

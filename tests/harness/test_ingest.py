@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,16 @@ def test_infinite_loss_scale_is_not_a_nan_loss(registry, tmp_path):
     assert outcome.legacy.JOB_FAIL_FLAG == 0
     outcome = parse_log_file(registry, ParseRequest(path=log(tmp_path, "eval loss: nan\n" + steps(30), "b_log")))
     assert outcome.legacy.JOB_FAIL_FLAG == 1
+
+
+def test_an_ingested_log_is_judged_below_uniform_at_any_learning_rate(registry):
+    # The log of a 14-step gpt3_1.3B run on an H200: its learning rates are logged, but an
+    # ingested log's config holds no schedule to say how far into the warm-up they are, so the
+    # rule is judged as on any log (a recorded run of it is not: tests/harness/test_health.py).
+    path = (Path(__file__).parent / "data" / "h200_gpt_runs"
+            / "20261128-024658-gpt3_1.3B-pytorch-nvidia-d090" / "train.log")
+    result = parse_log_file(registry, ParseRequest(path=path, case="gpt3_1.3B")).result
+    assert len(result.log_summary.learning_rate_curve) == 14 and result.health.peak_learning_rate is None
+    assert result.health.status == "unhealthy"
+    assert result.health.reasons == ["mean loss of the window's last quarter 11.12 (steps 14-14) is above "
+                                     "the uniform-guess loss 10.83"]

@@ -37,7 +37,7 @@ def test_the_micro_batch_size_is_stored_once_and_1x_results_still_read():
     result = make_result("r1", batch=4)
     stored = json.loads(result.model_dump_json())
     assert "micro_batch_size" not in stored and stored["config"]["settings"]["micro_batch_size"] == 4
-    assert stored["schema_version"] == "2.2" and result.micro_batch_size == 4
+    assert stored["schema_version"] == "2.3" and result.micro_batch_size == 4
 
     old = {**stored, "schema_version": "1.0", "micro_batch_size": 4}
     assert BenchmarkResult.model_validate(old).micro_batch_size == 4

@@ -155,3 +155,18 @@ def test_summary_says_what_model_smoke_scale_ran():
     buffer = io.StringIO()
     print_summary(report, console=Console(file=buffer, width=400, force_terminal=False), registry=registry)
     assert "gpt3_6.7B (full scale)" in buffer.getvalue()
+
+
+def test_summary_names_the_health_rules_passed_and_not_judged():
+    from harness.health import judge_health
+
+    result = make_result("health-run", value=100.0)
+    # 14 steps at the start of a long warm-up: below uniform is not judged.
+    losses = [11.29, 11.29, 11.28, 11.27, 11.25, 11.24, 11.22, 11.21, 11.19, 11.17, 11.15, 11.13, 11.12, 11.1]
+    result.health = judge_health(list(enumerate(losses, start=1)), skip_steps=4, uniform_loss=10.83,
+                                 learning_rates=[(step, 2e-4 * step / 22889) for step in range(1, 15)],
+                                 peak_learning_rate=2e-4)
+    report = SimpleNamespace(result=result, run_dir=Path("/r"), legacy_path=Path("/r/index/x"))
+    buffer = io.StringIO()
+    print_summary(report, console=Console(file=buffer, width=200, force_terminal=False))
+    assert "healthy (finite, no spike, falling; not judged: below uniform)" in buffer.getvalue()
