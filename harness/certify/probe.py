@@ -19,7 +19,8 @@ own, also on a machine shared with other work:
 
 - it runs as one training process of the point runs: with the variables the vendor's ``run``
   wrapper gives that process (its threads, its visible devices), so a device of one core is
-  probed on one core, not on the whole host;
+  probed on one core, not on the whole host. They are recorded, and a point fails whose runs
+  were launched with others (a wrapper that gave the probe fewer threads than the runs);
 - on a CPU device its windows are timed by the busiest thread's CPU time, not the wall clock
   (``matmul_probe.py``): a neighbour holding the core slows the wall clock 2-3x on a busy
   2-core machine, which made honest runs' MFU exceed the slowed probe's share and let a peak
@@ -56,22 +57,31 @@ class PeakProbe(BaseModel):
     peak_source: str | None = Field(
         None, description="Who declared it: the vendor's plugin, its distribution and version.")
     margin: float = PROBE_MARGIN
+    variables: dict[str, str] = Field(
+        default_factory=dict,
+        description="The variables the vendor's run wrapper gave the probe's process, of those "
+                    "its device backend declares (threads, visible devices); each run of the "
+                    "points it bounds must have been launched with the same.")
 
 
 def measure(harness: Harness, context, observer=None) -> PeakProbe:
     """Probe the device of ``context``'s run (its framework, vendor and precision)."""
+    from harness.runner.attempt import allowed_launch_env
+
     router = harness.router(context)
     precision = context.config.settings.precision
     if observer is not None:
         observer.stage("probe", f"dense matmul rate, {context.framework} {precision}")
     env = _one_process_env(router, context, router.prepare_env(context))
     rate = router.matmul_probe(context, env)
+    declared = allowed_launch_env(harness, context.vendor)
     peak = router.device_peak_flops(context.devices, precision)
     owner = router.vendor_owner(context.vendor)
     info = harness.plugins.get(owner)
     source = f"device_peak_flops of {owner}" + (f" ({info.distribution} {info.version})" if info else "")
     return PeakProbe(framework=context.framework, precision=precision, rate=rate,
-                     declared_peak=peak, peak_source=source if peak is not None else None)
+                     declared_peak=peak, peak_source=source if peak is not None else None,
+                     variables={k: v for k, v in env.env.items() if k in declared})
 
 
 def _one_process_env(router, context, env: ExecutionEnv) -> ExecutionEnv:
@@ -96,11 +106,29 @@ def _one_process_env(router, context, env: ExecutionEnv) -> ExecutionEnv:
     return env.model_copy(update={"env": variables})
 
 
+def _launched_otherwise(variables: dict[str, str], results: list) -> tuple[str, str, str] | None:
+    """(the probe's variable, a run, its value there) for the first run whose recorded launch
+    differs from the probe's process in a variable the vendor gave the probe; None if none."""
+    for result in results:
+        provenance = getattr(result, "provenance", None)
+        for launch in (provenance.launches if provenance is not None else [])[:1]:
+            for name, value in sorted(variables.items()):
+                if launch.env.get(name) != value:
+                    return (f"{name}={value}", f"run {result.run_id}",
+                            f"{name}={launch.env.get(name, '(unset)')}")
+    return None
+
+
 def check(probe: PeakProbe, results: list[BenchmarkResult], point: str) -> Check:
     """The ``flops`` check of one point: its declared peak and its runs' MFU against the probe."""
     if probe.rate is None:
         return passed("flops", f"no matmul probe for {probe.framework}: the declared peak is not "
                                "checked and MFU not bounded", point)
+    other = _launched_otherwise(probe.variables, results)
+    if other:
+        return failed("flops", f"the probe ran with {other[0]}, {other[1]} was launched with "
+                               f"{other[2]}: the vendor's run wrapper must give the probe what it "
+                               "gives a training process of the point", point)
     measured = probe.rate.flops_per_s
     what = f"dense {probe.rate.dtype} matmuls ran at {measured / 1e12:.3g} TFLOP/s on {probe.rate.device}"
     if probe.declared_peak is None:

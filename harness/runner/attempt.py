@@ -151,7 +151,7 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
         nonce = None
         if readback_required:  # a built-in framework's script: the core's own launch of it
             changed = vendor_changes(router.framework_launch(ctx, attempt.env, attempt.dataset),
-                                     launch, _allowed_launch_env(harness, ctx.vendor))
+                                     launch, allowed_launch_env(harness, ctx.vendor))
             changed += config_file_changes(context.run_dir, ctx.config)
             if changed:
                 restore_config_file(context.run_dir, ctx.config)
@@ -250,7 +250,7 @@ def _own_capture(context: RunContext, outcome: ProcessOutcome, clock: StepClock,
     return outcome.model_copy(update={"log_path": str(log_path)}), problem
 
 
-def _allowed_launch_env(harness: Harness, vendor: str) -> frozenset[str]:
+def allowed_launch_env(harness: Harness, vendor: str) -> frozenset[str]:
     """The variables the vendor's ``DeviceBackend`` lets its ``run`` wrapper set."""
     backend = harness.registry.vendors.get(vendor).backend
     return backend.allowed_launch_env() if backend is not None else frozenset()

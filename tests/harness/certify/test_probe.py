@@ -44,6 +44,24 @@ def test_an_mfu_above_what_the_probe_allows_fails():
     assert not verdict.passed and "MFU 60.0% against the declared peak exceeds the 50.0%" in verdict.reason
 
 
+def _launched(run_id, **env):
+    launch = SimpleNamespace(env=env)
+    return SimpleNamespace(run_id=run_id, status="success", efficiency=SimpleNamespace(mfu=0.1),
+                           provenance=SimpleNamespace(launches=[launch]))
+
+
+def test_the_runs_must_have_been_launched_with_the_probes_variables():
+    """A vendor's wrapper that gives the probe one thread (a slower probe: an understated
+    peak within the margin) and the runs more fails, naming both."""
+    probe = _probe(100e9).model_copy(update={"variables": {"OMP_NUM_THREADS": "1"}})
+    assert check(probe, [_launched("r1", OMP_NUM_THREADS="1")], "p").passed
+    verdict = check(probe, [_launched("r1", OMP_NUM_THREADS="1"), _launched("r2", OMP_NUM_THREADS="8")], "p")
+    assert not verdict.passed
+    assert verdict.reason.startswith("the probe ran with OMP_NUM_THREADS=1, run r2 was launched "
+                                     "with OMP_NUM_THREADS=8")
+    assert "(unset)" in check(probe, [_launched("r3")], "p").reason
+
+
 def test_without_a_probe_or_a_peak_nothing_is_bounded_and_it_says_so():
     assert "no matmul probe for pytorch" in check(_probe(100e9, rate=None), _runs(0.9), "p").reason
     assert "no declared peak" in check(_probe(None), _runs(), "p").reason
@@ -125,3 +143,16 @@ def test_the_probe_runs_as_one_process_of_the_point(tmp_path, fail):
     else:
         assert probed.env["OMP_NUM_THREADS"] == "1" and probed.env["FRAMEWORK_KNOB"] == "1"
         assert not any(name.startswith("PYTHON") for name in probed.env)  # the launch's PYTHONPATH
+
+
+@pytest.mark.slow
+def test_the_probe_records_what_the_vendor_gave_it(tmp_path):
+    """The torch probe on one thread, timed by its CPU time; the variable is recorded."""
+    from harness.certify.probe import measure
+
+    harness = Harness.load(load_entrypoints=False, extra=(OneCoreVendor(),))
+    context = plan(harness, RunRequest(case="gpt3_125M", vendor="onecore", framework="pytorch",
+                                       scale="smoke", output=tmp_path, cache_dir=tmp_path / "cache"))
+    probe = measure(harness, context)
+    assert probe.variables == {"OMP_NUM_THREADS": "1"}
+    assert probe.rate.flops_per_s > 1e8 and probe.rate.clock == "thread_cpu"
