@@ -49,3 +49,27 @@ def test_the_helper_runs_the_probe_with_the_processs_variables(monkeypatch):
     assert seen["env"]["OMP_NUM_THREADS"] == "1"
     assert seen["argv"][1:5] == ["-I", seen["argv"][2], "--framework", "torch"]
     assert run_matmul_probe(env, "paddle", HOST_CPU, "fp32") is None  # the backend has no paddle device
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("framework, case, dtype, version", [
+    ("paddle", "gpt3_125M", "paddle.float32", "3.3.1"),
+    ("mxnet", "mobilenet_v1", "mxnet.float32", "1.9.1"),
+])
+def test_the_paddle_and_mxnet_probes_measure_the_cpu(framework_cache, tmp_path, framework, case, dtype, version):
+    """Their plugins' ``matmul_probe``: real matmuls on the host CPU through the framework, in
+    its isolated environment, a second or two."""
+    from harness.app import Harness
+    from harness.runner.pipeline import RunRequest, plan
+
+    harness = Harness.load(load_entrypoints=False)
+    context = plan(harness, RunRequest(case=case, vendor="cpu", framework=framework, scale="smoke",
+                                       output=tmp_path, cache_dir=framework_cache))
+    router = harness.router(context)
+    env = router.prepare_env(context)
+    assert env.isolated  # the probe runs where the training runs, not in harness's interpreter
+    rate = router.matmul_probe(context, env)
+    assert rate is not None and rate.flops_per_s > 1e8
+    assert rate.device.startswith("cpu") and rate.dtype == dtype and rate.framework_version == version
+    assert rate.clock == "thread_cpu"
+    assert set(router.hooks_by_plugin()) >= {f"harness_{framework}.plugin"}
