@@ -2,7 +2,7 @@
 
 One process drives every device of the run: the batch is split across the contexts and a
 kvstore sums the gradients (``device`` on GPUs, ``local`` on CPUs). gluon Trainer with SGD
-momentum (multi-precision master weights for fp16). Prints gluon-cv ``train_imagenet.py``
+momentum in PyTorch's convention (``mxnet_optimizer``; multi-precision master weights for fp16). Prints gluon-cv ``train_imagenet.py``
 lines (``Speed`` is the whole process, i.e. all its devices)::
 
     Epoch[0] Batch [9]\tSpeed: 123.45 samples/sec\taccuracy=0.100000\tloss=2.300000\tlr=0.100000\tstep_time_s=0.259200
@@ -32,6 +32,7 @@ import mxnet_equivalence
 from lr_schedule import lr_at
 from memory_line import memory_line, process_peak_rss_mb
 from mxnet_models import build_model, initialise, trainable_parameters
+import mxnet_optimizer  # noqa: F401 (registers rateoutsidesgd)
 from data_nonce import data_order_seed
 from readback import print_readback
 
@@ -130,7 +131,9 @@ def main() -> int:
     net(mx.nd.zeros((1, 3, size, size), ctx=ctx[0], dtype=dtype))  # materialise deferred shapes
     initialise(net)  # as the other frameworks' networks start
     n_params = trainable_parameters(net)
-    trainer = gluon.Trainer(net.collect_params(), "sgd",
+    # SGD momentum in PyTorch's and Paddle's convention (the rate outside the buffer), so that
+    # the warm-up and the cosine decay train the same schedule in every framework.
+    trainer = gluon.Trainer(net.collect_params(), "rateoutsidesgd",
                             {"learning_rate": p["learning_rate"], "momentum": p["momentum"],
                              "wd": p["weight_decay"], "multi_precision": dtype == "float16"},
                             kvstore=kvstore)
