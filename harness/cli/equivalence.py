@@ -15,11 +15,12 @@ from harness.cli.state import app_state
 HELP = """Check that frameworks train a case as the same computation.
 
 The first framework's initial weights are exported in canonical names (.npz); every other
-framework loads them, and all train N steps in fp32, one process, on the same sample order
-with the same schedule. Compared pair by pair with the first: parameter count and shapes,
-per-layer activation checksums of the first batch (where they diverge first), the loss of
-every step, step 1's gradient norm and the final weights, against tolerances derived from
-fp32 rounding (docs/equivalence.md). The verdict is stored under
+framework loads them, and all train N steps in fp32 (fp64 for cases whose training
+amplifies fp32 rounding beyond use, e.g. the smoke CNNs), one process, on the same sample
+order with the same schedule. Compared pair by pair with the first: parameter count and
+shapes, per-layer activation checksums of the first batch (where they diverge first), the
+loss of every step, step 1's gradient norm and the final weights, against tolerances derived
+from the rounding of that arithmetic (docs/equivalence.md). The verdict is stored under
 RESULTS/equivalence/CASE/ and `harness compare` across frameworks cites it.
 
 Examples:
@@ -92,7 +93,7 @@ def print_verdict(result) -> None:
     for run in result.runs:
         if run.error:
             console.print(f"{run.framework}: {run.status}: {escape(run.error)}", highlight=False)
-    table = Table(title=f"{escape(result.case)}: {result.steps} steps, fp32, reference "
+    table = Table(title=f"{escape(result.case)}: {result.steps} steps, {result.precision}, reference "
                         f"{escape(result.reference)}", title_justify="left")
     for column in ("pair", "parameters", "max loss diff", "max rel", "step 1 grad norm rel",
                    "final weights", "first divergence", "verdict"):

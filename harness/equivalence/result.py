@@ -39,6 +39,8 @@ class EquivalenceResult(BaseModel):
     reference_dir: str | None = Field(None, description="a stored check whose state and trace "
                                                         "were the reference")
     steps: int
+    precision: str = Field("fp32", description="the check runs' arithmetic (the case's "
+                                               "equivalence_precision)")
     vendor: str
     scale: str
     checked_at: datetime
@@ -57,7 +59,8 @@ class EquivalenceResult(BaseModel):
         return cls(case=case.name, model=case.model, frameworks=list(request.frameworks),
                    reference=reference,
                    reference_dir=str(request.reference_dir) if request.reference_dir else None,
-                   steps=request.steps, vendor=request.vendor, scale=request.scale,
+                   steps=request.steps, precision=case.equivalence_precision,
+                   vendor=request.vendor, scale=request.scale,
                    checked_at=datetime.now(timezone.utc), runs=runs, pairs=pairs,
                    config_differences=config_differences, intentional=list(case.equivalence_notes),
                    trace_notes=trace_notes, folder=str(folder))
@@ -82,12 +85,12 @@ class EquivalenceResult(BaseModel):
             f"{', '.join(self.frameworks)} against the stored {self.reference} reference"
         if not self.pairs and self.passed:
             return (f"reference recorded: {self.reference} on {self.case} ({self.scale} scale, "
-                    f"{self.steps} steps fp32, {date})")
+                    f"{self.steps} steps {self.precision}, {date})")
         if not self.passed:
             return f"NOT an equivalent workload: {names} on {self.case} differ (checked on {date})"
         diff = self.max_loss_difference
         return (f"equivalent workload: checked on {date} ({names}, {self.scale} scale, "
-                f"{self.steps} steps fp32), max loss difference {diff:.2e}")
+                f"{self.steps} steps {self.precision}), max loss difference {diff:.2e}")
 
     def write(self, folder: Path) -> None:
         atomic_write_text(folder / RESULT_FILE, self.model_dump_json(indent=2) + "\n")

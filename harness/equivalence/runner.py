@@ -1,7 +1,7 @@
 """Running the frameworks of an equivalence check and judging their traces.
 
 Each framework trains the case through the ordinary run pipeline (plan -> execute), one
-process, fp32, with the case's ``equivalence_settings`` and an ``equivalence`` section in its
+process, fp32 (the model's arithmetic: the case's ``equivalence_precision``), with the case's ``equivalence_settings`` and an ``equivalence`` section in its
 resolved config: the first framework exports its initial state in canonical names and the
 others load it, or every framework loads a stored reference's state (certification). The
 check's folder keeps everything: the state, each framework's trace and final state, the run
@@ -111,7 +111,7 @@ def run_equivalence(harness: Harness, request: EquivalenceRequest,
         progress(f"{framework}: training {request.steps} steps "
                  f"({'exports' if exports else 'loads'} the initial state)")
         run, trace, config = _run_framework(harness, context, run_request, check_dir,
-                                            initial, exports)
+                                            initial, exports, case)
         runs.append(run)
         configs[framework] = config
         if trace is not None:
@@ -188,7 +188,7 @@ def _plan(harness: Harness, request: EquivalenceRequest, case: CaseSpec, framewo
 
 
 def _run_framework(harness: Harness, context, run_request, check_dir: Path, initial: Path,
-                   exports: bool):
+                   exports: bool, case: CaseSpec):
     from harness.models.config import EquivalenceSetting
     from harness.runner.pipeline import execute
 
@@ -198,7 +198,8 @@ def _run_framework(harness: Harness, context, run_request, check_dir: Path, init
     setting = EquivalenceSetting(
         trace=str(folder / TRACE), final_state=str(folder / FINAL_STATE),
         export_state=str(initial) if exports else None,
-        initial_state=None if exports else str(initial))
+        initial_state=None if exports else str(initial), precision=case.equivalence_precision,
+        growth=case.equivalence_growth, safety=case.equivalence_safety)
     config = context.config.model_copy(update={"equivalence": setting})
     context = context.model_copy(update={"config": config})
     workload = {"settings": config.settings.model_dump(exclude=_NOT_WORKLOAD), "params": config.params}

@@ -35,6 +35,19 @@ not a bound). Measured on the smoke GPT (PyTorch against Paddle, CPU) the differ
 switched from tanh to erf changes the first block's output by 8e-6 relative against a
 tolerance of 3.4e-6 there, and the final weights by 1.2e-3 of the update against 1.4e-4.
 
+A case may state two measured corrections (``CaseSpec``), recorded in each trace:
+
+- ``equivalence_growth``: a training that amplifies a difference of the weights more than
+  first order, ``growth`` times per step (the smoke CNNs: about a hundredfold, measured by
+  perturbing the initial weights by 1e-7 in one framework), multiplies the loss tolerance of
+  step ``t`` by ``growth^(t-1)``;
+- ``equivalence_safety``: a model that loses more digits than the estimate counts (a batch
+  norm centring channels whose batch mean far exceeds their spread, where every framework
+  loses those digits) multiplies every tolerance.
+
+A check's arithmetic is the case's ``equivalence_precision``: fp32 (``u = 2^-24``) or fp64
+(``u = 2^-53``), for cases whose training amplifies fp32 rounding beyond use in a few steps.
+
 Adam divides each update by the root of its second moment: a gradient element that is zero
 but for rounding (the attention's key bias, whose gradient cancels exactly) takes an update
 of either sign, which first-order growth does not cover. That is why the final weights are
@@ -49,6 +62,8 @@ from pydantic import BaseModel, Field
 
 #: fp32 unit roundoff.
 UNIT_ROUNDOFF = 2.0 ** -24
+#: Unit roundoff of each arithmetic a check runs in (``CaseSpec.equivalence_precision``).
+UNIT_ROUNDOFFS = {"fp32": UNIT_ROUNDOFF, "fp64": 2.0 ** -53}
 #: The constant of the probabilistic bound: the tolerances are this many times the estimate.
 LAMBDA = 1.0
 
@@ -63,11 +78,12 @@ class Tolerance(BaseModel):
     gradient: float = Field(description="relative tolerance of step 1's gradient norms")
     layers: dict[str, float] = Field(default_factory=dict,
                                      description="relative tolerance of each layer's output")
-    formula: str = "LAMBDA * u * S * (1 + 3 * (t - 1)) relative, at step t"
+    growth: float = Field(1.0, description="the case's measured growth of a difference per step")
+    formula: str = "LAMBDA * u * S * (1 + 3 * (t - 1)) * growth^(t - 1) relative, at step t"
 
     def loss(self, step: int) -> float:
         """Relative tolerance of the loss of ``step`` (1-based)."""
-        return self.forward * (1 + 3 * (step - 1))
+        return self.forward * (1 + 3 * (step - 1)) * self.growth ** (step - 1)
 
 
 def _fan_in_roots(shapes: dict[str, list[int]], buffers: list[str]) -> dict[str, float]:
@@ -96,13 +112,18 @@ def _batch_norm_roots(shapes: dict[str, list[int]], layer_shapes: dict[str, list
 
 
 def tolerance_for(shapes: dict[str, list[int]], buffers: list[str], loss_terms: int,
-                  layers: list[str] = (), layer_shapes: dict[str, list[int]] | None = None
-                  ) -> Tolerance:
+                  layers: list[str] = (), layer_shapes: dict[str, list[int]] | None = None,
+                  precision: str = "fp32", growth: float = 1.0, safety: float = 1.0) -> Tolerance:
     """The tolerances of a model of these canonical shapes whose first batch's checksums are
-    of ``layers`` (in data-flow order, their output shapes ``layer_shapes``)."""
+    of ``layers`` (in data-flow order, their output shapes ``layer_shapes``), computed in
+    ``precision`` (fp32 or fp64: the unit roundoff ``u``), by a training whose differences
+    grow ``growth`` times per step (``CaseSpec.equivalence_growth``), each tolerance ``safety``
+    times the estimate (``CaseSpec.equivalence_safety``)."""
+    u = UNIT_ROUNDOFFS[precision]
     roots = {**_fan_in_roots(shapes, buffers), **_batch_norm_roots(shapes, layer_shapes or {})}
     s = sum(roots.values()) + math.sqrt(max(loss_terms, 1))
-    forward = LAMBDA * UNIT_ROUNDOFF * s
+    lam = LAMBDA * safety
+    forward = lam * u * s
     per_layer, counted, cumulative = {}, set(), 0.0
     for layer in layers:
         if layer == "loss":
@@ -114,5 +135,5 @@ def tolerance_for(shapes: dict[str, list[int]], buffers: list[str], loss_terms: 
             n.startswith(layer + ".") or (previous is not None and n.startswith(previous)))}
         counted |= mine
         cumulative += sum(roots[n] for n in mine)
-        per_layer[layer] = LAMBDA * UNIT_ROUNDOFF * (1.0 + cumulative)
-    return Tolerance(path_sum=s, forward=forward, gradient=3 * forward, layers=per_layer)
+        per_layer[layer] = lam * u * (1.0 + cumulative)
+    return Tolerance(unit_roundoff=u, safety=lam, growth=growth, path_sum=s, forward=forward, gradient=3 * forward, layers=per_layer)

@@ -38,6 +38,11 @@ class Trace(BaseModel):
                                           "initialisation, before a loaded state replaced it")
     buffers: list[str] = Field(default_factory=list, description="entries of parameters that are "
                                                                  "not trained (running statistics)")
+    precision: str = Field("fp32", description="the check run's arithmetic (fp32 or fp64)")
+    growth: float = Field(1.0, description="the case's measured per-step growth of a difference "
+                                           "(CaseSpec.equivalence_growth)")
+    safety: float = Field(1.0, description="the case's factor on every tolerance "
+                                           "(CaseSpec.equivalence_safety)")
     loss_terms: int = Field(1, description="terms a step's loss averages (tokens, predictions, images)")
     activations: list[Checksum] = Field(description="layer outputs of the first batch, in order")
     losses: list[float] = Field(description="loss of steps 1..N")

@@ -80,6 +80,26 @@ class CaseSpec(BaseModel):
                     "--set), where frameworks cannot match otherwise: e.g. dropout 0, because no "
                     "two frameworks draw the same dropout masks.",
     )
+    equivalence_precision: Literal["fp32", "fp64"] = Field(
+        "fp32", description="Arithmetic of `harness equivalence` runs: fp64 where the case's "
+                            "training amplifies fp32 rounding beyond use within a few steps (the "
+                            "smoke CNNs), so that the check still separates rounding from a "
+                            "different computation; the reason belongs in equivalence_notes.",
+    )
+    equivalence_growth: float = Field(
+        1.0, ge=1.0, le=1e4,
+        description="How many times a difference of the weights grows per optimizer step in "
+                    "this case's training, measured (a perturbation of the initial weights, in "
+                    "one framework); the loss tolerance of step t is multiplied by growth^(t-1). "
+                    "1: no more than the first-order growth the tolerances already allow.",
+    )
+    equivalence_safety: float = Field(
+        1.0, ge=1.0, le=1e3,
+        description="Factor on every tolerance of `harness equivalence` for this case, where its "
+                    "model loses more digits than the fp32/fp64 rounding estimate counts (e.g. "
+                    "batch norm centring channels whose mean far exceeds their spread); measured, "
+                    "and the measurement belongs in equivalence_notes. 1: the estimate.",
+    )
     equivalence_notes: tuple[str, ...] = Field(
         (), description="Differences between the frameworks' implementations of this case that "
                         "are intentional (e.g. a fused kernel that rounds differently); "

@@ -123,6 +123,15 @@ class EquivalenceSetting(BaseModel):
     initial_state: str | None = Field(
         None, description="Replace the initial parameters with these (.npz, canonical names) "
                           "before step 1.")
+    precision: Literal["fp32", "fp64"] = Field(
+        "fp32", description="Arithmetic of the check run (the case's equivalence_precision): "
+                            "fp64 builds the model, its data and optimizer in float64 and rounds "
+                            "the optimizer's hyper-parameters to float32 values, which some "
+                            "frameworks' optimizer kernels take.")
+    growth: float = Field(1.0, description="The case's equivalence_growth, recorded in the trace "
+                                           "for the loss tolerances.")
+    safety: float = Field(1.0, description="The case's equivalence_safety, recorded in the trace "
+                                           "for the tolerances.")
 
 
 class ResolvedConfig(BaseModel):

@@ -68,8 +68,15 @@ class Equivalence:
 
     def __init__(self, setting: dict, framework: str, framework_version: str):
         self.setting = setting
+        #: The check's arithmetic: fp64 (the case's ``equivalence_precision``) has the script
+        #: build its model, data and optimizer in float64 (``dtype``) and pass its optimizer
+        #: the hyper-parameters through ``hyper``.
+        self.precision = setting.get("precision", "fp32")
+        self.dtype = np.float64 if self.precision == "fp64" else np.float32
         self.trace: dict = {
             "version": TRACE_VERSION, "framework": framework, "framework_version": framework_version,
+            "precision": self.precision, "growth": float(setting.get("growth", 1.0)),
+            "safety": float(setting.get("safety", 1.0)),
             "parameters": {}, "init": {}, "buffers": [], "loss_terms": 1, "activations": [], "losses": [], "grad_norm_step1": None,
             "grad_norms_step1": {}, "notes": [],
         }
@@ -79,6 +86,17 @@ class Equivalence:
                     ) -> "Equivalence | None":
         setting = read_setting(config_path)
         return None if setting is None else cls(setting, framework, framework_version)
+
+    @property
+    def float64(self) -> bool:
+        return self.precision == "fp64"
+
+    def hyper(self, value: float) -> float:
+        """An optimizer hyper-parameter (learning rate, momentum, weight decay) as the script
+        passes it. In fp64, the nearest float32 value: MXNet's and Paddle's optimizer kernels
+        take their hyper-parameters as float32 and PyTorch's as float64, a difference of up to
+        6e-8 relative in every update that the smoke CNNs amplify a hundredfold per step."""
+        return float(np.float32(value)) if self.float64 else float(value)
 
     def note(self, text: str) -> None:
         """Something the framework does differently that the comparison should show."""
@@ -99,7 +117,7 @@ class Equivalence:
         self.trace["buffers"] = sorted(buffers)
         self.trace["loss_terms"] = int(loss_terms)
         if self.setting.get("export_state"):
-            _save(self.setting["export_state"], parameters)
+            _save(self.setting["export_state"], parameters)  # float32 values: exact in float64
         path = self.setting.get("initial_state")
         if not path:
             return None
@@ -113,7 +131,7 @@ class Equivalence:
             raise SystemExit(
                 f"error: the initial state {path} does not fit this model: missing {missing[:5]}, "
                 f"unknown {extra[:5]}, other shape {wrong[:5]}")
-        return {name: state[name].astype(np.float32) for name in parameters}
+        return {name: state[name].astype(self.dtype) for name in parameters}
 
     def batches(self, num_samples: int, batch_size: int, seed: int) -> Iterator[np.ndarray]:
         """Sample indices of each batch: every epoch a permutation of the dataset from one
@@ -148,7 +166,7 @@ class Equivalence:
     def finish(self, parameters: dict[str, np.ndarray]) -> None:
         """Write the final parameters and the trace (the trace last: its presence says the
         run finished)."""
-        _save(self.setting["final_state"], parameters)
+        _save(self.setting["final_state"], parameters, self.dtype)
         tmp = self.setting["trace"] + ".tmp"
         with open(tmp, "w", encoding="utf-8") as handle:
             json.dump(self.trace, handle, indent=1)
@@ -186,17 +204,17 @@ class FirstOutputs:
 
     def add(self, name: str, output) -> None:
         if name not in self.outputs:
-            self.outputs[name] = np.asarray(output(), dtype=np.float32)
+            self.outputs[name] = np.asarray(output(), dtype=self.eq.dtype)
 
     def record(self, loss=None) -> None:
         """Record the outputs, then ``loss`` (a scalar) when given."""
         for name, array in self.outputs.items():
             self.eq.activation(name, array)
         if loss is not None:
-            self.eq.activation("loss", np.asarray(loss, dtype=np.float32).reshape(()))
+            self.eq.activation("loss", np.asarray(loss, dtype=self.eq.dtype).reshape(()))
 
 
-def _save(path: str, arrays: dict[str, np.ndarray]) -> None:
+def _save(path: str, arrays: dict[str, np.ndarray], dtype=np.float32) -> None:
     tmp = path + ".tmp.npz"
-    np.savez(tmp, **{name: np.asarray(a, dtype=np.float32) for name, a in arrays.items()})
+    np.savez(tmp, **{name: np.asarray(a, dtype=dtype) for name, a in arrays.items()})
     os.replace(tmp, path)

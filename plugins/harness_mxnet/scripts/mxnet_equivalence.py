@@ -49,6 +49,15 @@ def layer_order(net, forward: Callable[[], object]) -> list:
     return order
 
 
+def float32_batch_norm_eps(net, eq: Equivalence) -> None:
+    """Each batch norm's epsilon as ``eq.hyper`` passes it (in fp64, a float32 value: Paddle's
+    batch norm takes its epsilon as float32, MXNet's and PyTorch's as float64)."""
+    if isinstance(net, gluon.nn.BatchNorm):
+        net._kwargs["eps"] = eq.hyper(net._kwargs["eps"])
+    for child in net._children.values():
+        float32_batch_norm_eps(child, eq)
+
+
 def canonical_names(order: list) -> dict[str, str]:
     """Gluon parameter names -> canonical names, from the layers' order."""
     rename = {}
@@ -67,8 +76,13 @@ def canonical_names(order: list) -> dict[str, str]:
     return rename
 
 
+def _host(array: np.ndarray) -> np.ndarray:
+    """float64 as it is (an fp64 check), any other float as float32."""
+    return array if array.dtype == np.float64 else array.astype(np.float32)
+
+
 def state_arrays(net, rename: dict[str, str]) -> dict[str, np.ndarray]:
-    return {rename[name]: p.data().asnumpy().astype(np.float32)
+    return {rename[name]: _host(p.data().asnumpy())
             for name, p in net.collect_params().items() if name in rename}
 
 

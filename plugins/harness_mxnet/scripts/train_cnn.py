@@ -119,12 +119,17 @@ def main() -> int:
     if p.get("channels_last"):
         fail("channels_last is not supported for the gluon model zoo networks; use --set channels_last=false")
     dtype = "float16" if precision == "fp16" else "float32"
+    equivalence = Equivalence.from_config(args.config, "mxnet", mx.__version__)
+    hyper = float if equivalence is None else equivalence.hyper
+    if equivalence is not None and equivalence.float64:  # the case's equivalence_precision
+        dtype = "float64"
 
     net = build_model(args.model, p["num_classes"], p["width_multiplier"])
     net.initialize(mx.init.MSRAPrelu(), ctx=ctx)
-    if dtype == "float16":
-        net.cast("float16")
-    equivalence = Equivalence.from_config(args.config, "mxnet", mx.__version__)
+    if dtype != "float32":
+        net.cast(dtype)
+    if equivalence is not None:
+        mxnet_equivalence.float32_batch_norm_eps(net, equivalence)
     if equivalence is None:  # an equivalence run stays imperative: its hooks see every layer
         net.hybridize(static_alloc=True, static_shape=True)
     size = p["image_size"]
@@ -134,10 +139,11 @@ def main() -> int:
     # SGD momentum in PyTorch's and Paddle's convention (the rate outside the buffer), so that
     # the warm-up and the cosine decay train the same schedule in every framework.
     trainer = gluon.Trainer(net.collect_params(), "rateoutsidesgd",
-                            {"learning_rate": p["learning_rate"], "momentum": p["momentum"],
-                             "wd": p["weight_decay"], "multi_precision": dtype == "float16"},
+                            {"learning_rate": p["learning_rate"], "momentum": hyper(p["momentum"]),
+                             "wd": hyper(p["weight_decay"]), "multi_precision": dtype == "float16"},
                             kvstore=kvstore)
     loss_fn = gluon.loss.SoftmaxCrossEntropyLoss()
+    loss_dtype = "float64" if dtype == "float64" else "float32"
 
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     per_step = mbs * len(ctx)  # one micro-batch of mbs per device
@@ -155,7 +161,8 @@ def main() -> int:
 
         def equivalence_data():
             for images, labels in equivalence_batches(dataset.records, equivalence, per_step, s["seed"]):
-                yield mx.nd.array(images, ctx=ctx[0]), mx.nd.array(labels, ctx=ctx[0], dtype="float32")
+                yield (mx.nd.array(images, ctx=ctx[0], dtype=dtype),
+                       mx.nd.array(labels, ctx=ctx[0], dtype=dtype))
 
         first, first_labels = next(equivalence_data())
         order = mxnet_equivalence.layer_order(net, lambda: net(first))
@@ -201,7 +208,7 @@ def main() -> int:
         batches = iter(loader) if equivalence is None else equivalence_stream
         for batch_index in range(steps_per_epoch):
             step += 1
-            trainer.set_learning_rate(lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps))
+            trainer.set_learning_rate(hyper(lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)))
             step_loss = 0.0
             for _micro in range(accum):
                 images, labels = next(batches)
@@ -209,7 +216,7 @@ def main() -> int:
                 ys = gluon.utils.split_and_load(labels, ctx_list=ctx, even_split=True)
                 with autograd.record():
                     outputs = [net(x) for x in xs]
-                    losses = [loss_fn(out.astype("float32"), y) for out, y in zip(outputs, ys)]
+                    losses = [loss_fn(out.astype(loss_dtype), y) for out, y in zip(outputs, ys)]
                 autograd.backward(losses)
                 if equivalence is not None:
                     step_loss += float(sum(loss.mean().asscalar() for loss in losses)) / len(losses)

@@ -38,11 +38,16 @@ def buffer_names(model, rename: dict[str, str] | None = None) -> list[str]:
     return [rename.get(name, name) for name in _named_tensors(model) if name not in trained]
 
 
+def _host(array: np.ndarray) -> np.ndarray:
+    """float64 as it is (an fp64 check), any other float as float32."""
+    return array if array.dtype == np.float64 else array.astype(np.float32)
+
+
 def state_arrays(model, rename: dict[str, str] | None = None) -> dict[str, np.ndarray]:
     rename, transposed = rename or {}, _transposed(model)
     out = {}
     for name, tensor in _named_tensors(model).items():
-        array = tensor.numpy().astype(np.float32)
+        array = _host(tensor.numpy())
         out[rename.get(name, name)] = array.T.copy() if name in transposed else array
     return out
 
@@ -52,7 +57,7 @@ def load_arrays(model, arrays: dict[str, np.ndarray], rename: dict[str, str] | N
     for name, tensor in _named_tensors(model).items():
         array = arrays[rename.get(name, name)]
         tensor.set_value(np.ascontiguousarray(array.T if name in transposed else array)
-                         .astype(np.float32))
+                         .astype(np.float64 if tensor.dtype == paddle.float64 else np.float32))
 
 
 def grad_arrays(model, rename: dict[str, str] | None = None) -> dict[str, np.ndarray]:
@@ -61,7 +66,7 @@ def grad_arrays(model, rename: dict[str, str] | None = None) -> dict[str, np.nda
     for name, param in model.named_parameters():
         if param.grad is None:
             continue
-        array = param.grad.numpy().astype(np.float32)
+        array = _host(param.grad.numpy())
         out[rename.get(name, name)] = array.T if name in transposed else array
     return out
 

@@ -93,11 +93,16 @@ def main() -> int:
     if p.get("channels_last"):
         fail("channels_last is not available for paddle.vision models; run with --set channels_last=false")
     autocast, scaler, level = amp_setup(s["precision"], rt.device, p.get("amp_level", "auto"))
+    equivalence = Equivalence.from_config(args.config, "paddle", paddle.__version__)
+    hyper, loss_dtype = (float if equivalence is None else equivalence.hyper), "float32"
+    if equivalence is not None and equivalence.float64:  # the case's equivalence_precision
+        paddle.set_default_dtype("float64")  # the model, its initialisation and the optimizer
+        loss_dtype = "float64"
     model = build_model(model_args.model, p["num_classes"], p["width_multiplier"])
     n_params = trainable_parameters(model)
     optimizer = paddle.optimizer.Momentum(
-        learning_rate=p["learning_rate"], momentum=p["momentum"], parameters=model.parameters(),
-        weight_decay=paddle.regularizer.L2Decay(p["weight_decay"]), multi_precision=level == "O2")
+        learning_rate=p["learning_rate"], momentum=hyper(p["momentum"]), parameters=model.parameters(),
+        weight_decay=paddle.regularizer.L2Decay(hyper(p["weight_decay"])), multi_precision=level == "O2")
     model, optimizer = amp_decorate(model, optimizer, level, s["precision"])
     model = rt.wrap(model)
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
@@ -107,7 +112,6 @@ def main() -> int:
              f"classes; the case wants {p['image_size']}px and {p['num_classes']}")
     # harness equivalence: layers named by position, the canonical state exported or loaded,
     # the first batch's per-layer checksums, then the neutral sample order
-    equivalence = Equivalence.from_config(args.config, "paddle", paddle.__version__)
     if equivalence is None:
         data = shuffled_batches(rt, dataset, mbs, workers=4, epoch_keys=True)
     else:
@@ -115,7 +119,7 @@ def main() -> int:
             per_epoch = len(dataset) // mbs
             for count, (images, labels) in enumerate(
                     equivalence_batches(dataset.records, equivalence, mbs, s["seed"])):
-                yield count // per_epoch, count % per_epoch, (paddle.to_tensor(images),
+                yield count // per_epoch, count % per_epoch, (paddle.to_tensor(images.astype(equivalence.dtype)),
                                                               paddle.to_tensor(labels))
 
         _, _, (first, first_labels) = next(equivalence_data())
@@ -154,14 +158,14 @@ def main() -> int:
     top1 = top5 = 0.0
     for step in range(1, max_steps + 1):
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
-        optimizer.set_lr(lr)
+        optimizer.set_lr(hyper(lr))
         step_loss = 0.0
         for micro in range(accum):
             _epoch, _index, (images, labels) = meter.next_batch(data)
             last = micro == accum - 1
             with rt.no_sync(model, last), autocast():
                 logits = model(images)
-                loss = F.cross_entropy(logits.astype("float32"), labels.reshape([-1, 1])) / accum
+                loss = F.cross_entropy(logits.astype(loss_dtype), labels.reshape([-1, 1])) / accum
             record_gradients = None
             if equivalence is not None and step == 1:
                 def record_gradients():

@@ -17,6 +17,12 @@ import torch
 from equivalence import Equivalence
 
 
+def _host(tensor: torch.Tensor) -> np.ndarray:
+    """float64 as it is (an fp64 check), any other float as float32."""
+    tensor = tensor.detach().cpu()
+    return (tensor if tensor.dtype == torch.float64 else tensor.float()).numpy()
+
+
 def _named_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     named = dict(model.named_parameters())  # tied weights once, under their first name
     named.update((name, b) for name, b in model.named_buffers() if b.is_floating_point())
@@ -31,7 +37,7 @@ def buffer_names(model: torch.nn.Module, rename: dict[str, str] | None = None) -
 
 def state_arrays(model: torch.nn.Module, rename: dict[str, str] | None = None) -> dict[str, np.ndarray]:
     rename = rename or {}
-    return {rename.get(name, name): t.detach().cpu().float().numpy().copy()
+    return {rename.get(name, name): _host(t).copy()
             for name, t in _named_tensors(model).items()}
 
 
@@ -45,7 +51,7 @@ def load_arrays(model: torch.nn.Module, arrays: dict[str, np.ndarray],
 
 def grad_arrays(model: torch.nn.Module, rename: dict[str, str] | None = None) -> dict[str, np.ndarray]:
     rename = rename or {}
-    return {rename.get(name, name): p.grad.detach().cpu().float().numpy()
+    return {rename.get(name, name): _host(p.grad)
             for name, p in model.named_parameters() if p.grad is not None}
 
 
@@ -68,7 +74,7 @@ def record_activations(eq: Equivalence, layers: list[tuple[str, torch.nn.Module]
     def hook_for(name):
         def hook(_module, _inputs, output):
             out = output[0] if isinstance(output, (tuple, list)) else output
-            outputs.add(name, lambda: out.detach().cpu().float().numpy())
+            outputs.add(name, lambda: _host(out))
         return hook
 
     handles = [module.register_forward_hook(hook_for(name)) for name, module in layers]
@@ -78,7 +84,7 @@ def record_activations(eq: Equivalence, layers: list[tuple[str, torch.nn.Module]
     finally:
         for handle in handles:
             handle.remove()
-    outputs.record(result.detach().cpu().float().numpy() if isinstance(result, torch.Tensor) else None)
+    outputs.record(_host(result) if isinstance(result, torch.Tensor) else None)
 
 
 #: The CNN layers named by position (``equivalence.positional_names``): kind and parameter names.
@@ -87,6 +93,14 @@ CNN_LAYERS = {torch.nn.Conv2d: ("conv", {"weight": "weight"}),
                                             "running_mean": "running_mean",
                                             "running_var": "running_var"}),
               torch.nn.Linear: ("fc", {"weight": "weight", "bias": "bias"})}
+
+
+def float32_batch_norm_eps(model: torch.nn.Module, eq: Equivalence) -> None:
+    """Each batch norm's epsilon as ``eq.hyper`` passes it (in fp64, a float32 value: Paddle's
+    batch norm takes its epsilon as float32, PyTorch's and MXNet's as float64)."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.batchnorm._BatchNorm):
+            module.eps = eq.hyper(module.eps)
 
 
 def layer_order(model: torch.nn.Module, forward: Callable[[], object]) -> list[tuple[str, str, torch.nn.Module]]:

@@ -169,10 +169,19 @@ def main() -> int:
     # harness equivalence: layers named by position, the canonical state exported or loaded,
     # the first batch's per-layer checksums, then the neutral sample order
     equivalence = Equivalence.from_config(args.config, "pytorch", torch.__version__)
+    loss_dtype = torch.float32
     if equivalence is not None:
+        if equivalence.float64:  # the case's equivalence_precision
+            model.double()
+            torch_equivalence.float32_batch_norm_eps(model, equivalence)
+            loss_dtype = torch.float64
+            for group in optimizer.param_groups:
+                group.update(momentum=equivalence.hyper(p["momentum"]),
+                             weight_decay=equivalence.hyper(p["weight_decay"]))
+
         def equivalence_data():
             for images, labels in equivalence_batches(dataset.records, equivalence, mbs, s["seed"]):
-                yield torch.from_numpy(images), torch.from_numpy(labels)
+                yield torch.from_numpy(images.astype(equivalence.dtype)), torch.from_numpy(labels)
 
         first, first_labels = (t.to(device) for t in next(equivalence_data()))
         order = torch_equivalence.layer_order(model, lambda: model(first))
@@ -194,11 +203,13 @@ def main() -> int:
     for step in range(1, max_steps + 1):
         profiler.begin(step)
         lr = lr_at(step, p["learning_rate"], p["lr_warmup_steps"], max_steps)
+        if equivalence is not None:
+            lr = equivalence.hyper(lr)
         for group in optimizer.param_groups:
             group["lr"] = lr
         start = time.perf_counter()
         data_time = 0.0
-        step_loss = torch.zeros((), device=device)
+        step_loss = torch.zeros((), device=device, dtype=loss_dtype)
         for micro in range(accum):
             read = time.perf_counter()
             images, labels = next(data)
@@ -207,7 +218,7 @@ def main() -> int:
             data_time += time.perf_counter() - read
             sync = nullcontext() if micro == accum - 1 or world == 1 else model.no_sync()
             with sync, autocast:
-                loss = F.cross_entropy(forward(images).float(), labels) / accum
+                loss = F.cross_entropy(forward(images).to(loss_dtype), labels) / accum
             scaler.scale(loss).backward()
             step_loss += loss.detach()
         if equivalence is not None and step == 1:

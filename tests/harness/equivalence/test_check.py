@@ -106,3 +106,35 @@ def test_batch_norm_statistics_count_as_reductions_over_batch_and_positions():
                                                                   + math.sqrt(8)))
     assert tol.path_sum == pytest.approx(math.sqrt(27) + math.sqrt(32) + math.sqrt(8) + math.sqrt(32)
                                          + math.sqrt(4) + math.sqrt(2))
+
+
+def test_fp64_growth_and_safety_scale_the_tolerances():
+    fp32 = tolerance_for(SHAPES, [], 64, LAYERS)
+    fp64 = tolerance_for(SHAPES, [], 64, LAYERS, precision="fp64", growth=100.0, safety=8.0)
+    assert fp64.unit_roundoff == 2.0 ** -53
+    assert fp64.forward == pytest.approx(8 * 2.0 ** -29 * fp32.forward)
+    assert fp64.layers["blocks.1"] == pytest.approx(8 * 2.0 ** -29 * fp32.layers["blocks.1"])
+    # step t: (1 + 3 (t - 1)) * growth^(t - 1)
+    assert fp64.loss(1) == fp64.forward and fp64.loss(3) == pytest.approx(7 * 100 ** 2 * fp64.forward)
+
+
+def test_traces_judged_with_the_reference_traces_arithmetic_and_growth():
+    a, b = trace("a", losses=(4.0, 4.0, 4.0)), trace("b", losses=(4.0, 4.0, 4.0 * (1 + 1e-9)))
+    assert compare_traces(a, b, states()).steps[2].passed  # within fp32 rounding
+    a.precision = b.precision = "fp64"
+    assert not compare_traces(a, b, states()).steps[2].passed  # 1e6 times fp64 rounding
+    a.growth = 1e3  # a training that amplifies differences 1e3 times per step
+    assert compare_traces(a, b, states()).steps[2].passed
+    b.precision = "fp32"
+    verdict = compare_traces(a, b, states())
+    assert "b ran in fp32, a in fp64" in verdict.problems
+
+
+def test_final_weights_leave_out_running_statistics():
+    initial, final_a, final_b = states()
+    final_b = {**final_b, "ln_f.weight": final_b["ln_f.weight"] * 1.001}  # a running variance
+    a, b = trace("a"), trace("b")
+    assert not compare_traces(a, b, (initial, final_a, final_b)).passed
+    a.buffers = b.buffers = ["ln_f.weight"]
+    verdict = compare_traces(a, b, (initial, final_a, final_b))
+    assert verdict.final_change == 0.0 and verdict.passed, verdict.problems

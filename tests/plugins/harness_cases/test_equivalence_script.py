@@ -97,3 +97,24 @@ def test_first_outputs_keep_each_layers_first_output_in_order(tmp_path):
     outputs.record(np.float32(0.5))
     assert calls == [1.0, 2.0]  # a repeated layer's output is not even converted
     assert [(a["name"], a["mean"]) for a in eq.trace["activations"]] == [("b", 1.0), ("a", 2.0), ("loss", 0.5)]
+
+
+def test_an_fp64_check_keeps_float64_and_passes_float32_hyper_parameters(tmp_path):
+    eq = Equivalence(_setting(tmp_path, initial_state=str(tmp_path / "init.npz"), precision="fp64",
+                              growth=100.0, safety=8.0), "x", "1")
+    np.savez(tmp_path / "init.npz", w=np.full(3, 0.1, np.float32))  # exported in float32
+    loaded = eq.start({"w": np.zeros(3)})
+    assert loaded["w"].dtype == np.float64 and loaded["w"][0] == np.float32(0.1)
+    assert eq.float64 and eq.hyper(0.1) == float(np.float32(0.1)) != 0.1
+    outputs = eq.first_outputs()
+    outputs.add("layer", lambda: np.array([1 / 3]))
+    outputs.record(np.float64(1 / 3))
+    eq.finish({"w": np.array([1 / 3])})
+    trace = json.loads((tmp_path / "trace.json").read_text())
+    assert (trace["precision"], trace["growth"], trace["safety"]) == ("fp64", 100.0, 8.0)
+    assert trace["activations"][0]["mean"] == 1 / 3  # not rounded to float32 on the way
+    with np.load(tmp_path / "final.npz") as final:
+        assert final["w"].dtype == np.float64 and final["w"][0] == 1 / 3
+    # an fp32 check: hyper-parameters as given, arrays in float32
+    plain = Equivalence(_setting(tmp_path), "x", "1")
+    assert not plain.float64 and plain.hyper(0.1) == 0.1
