@@ -96,18 +96,10 @@ def _assert_equivalent_cnn(result: dict, steps: int) -> None:
         assert max(s["relative"] for s in pair["steps"]) < 1e-6
 
 
-def test_mobilenet_is_the_same_computation_in_pytorch_paddle_and_mxnet(tmp_path):
+@pytest.mark.parametrize("case", ["mobilenet_v1", pytest.param("resnet50", marks=pytest.mark.slow)])
+def test_cnn_is_the_same_computation_in_pytorch_paddle_and_mxnet(tmp_path, case):
     require_envs("pytorch", "paddle", "mxnet")
-    proc, result = equivalence(tmp_path, "--case", "mobilenet_v1", "--frameworks",
-                               "pytorch,paddle,mxnet", "--steps", "3")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    _assert_equivalent_cnn(result, 3)
-
-
-@pytest.mark.slow
-def test_resnet50_is_the_same_computation_in_pytorch_paddle_and_mxnet(tmp_path):
-    require_envs("pytorch", "paddle", "mxnet")
-    proc, result = equivalence(tmp_path, "--case", "resnet50", "--frameworks",
-                               "pytorch,paddle,mxnet", "--steps", "3")
+    proc, result = equivalence(tmp_path, "--case", case, "--frameworks", "pytorch,paddle,mxnet",
+                               "--steps", "3")
     assert proc.returncode == 0, proc.stderr[-3000:]
     _assert_equivalent_cnn(result, 3)

@@ -173,6 +173,12 @@ class Equivalence:
         os.replace(tmp, self.setting["trace"])
 
 
+def host_array(array: np.ndarray) -> np.ndarray:
+    """A framework's array as the trace and states keep it: float64 as it is (an fp64 check),
+    any other float as float32."""
+    return array if array.dtype == np.float64 else array.astype(np.float32)
+
+
 def positional_names(order: list[tuple[str, str]], suffixes: dict[str, dict[str, str]]
                      ) -> dict[str, str]:
     """Canonical names by position, for networks whose frameworks name their layers

@@ -17,7 +17,7 @@ import mxnet as mx
 import numpy as np
 from mxnet import autograd, gluon
 
-from equivalence import Equivalence, positional_names
+from equivalence import Equivalence, host_array, positional_names
 
 #: The CNN layers named by position: kind and parameter names (Gluon's own -> canonical).
 CNN_LAYERS = {gluon.nn.Conv2D: ("conv", {"weight": "weight"}),
@@ -76,13 +76,8 @@ def canonical_names(order: list) -> dict[str, str]:
     return rename
 
 
-def _host(array: np.ndarray) -> np.ndarray:
-    """float64 as it is (an fp64 check), any other float as float32."""
-    return array if array.dtype == np.float64 else array.astype(np.float32)
-
-
 def state_arrays(net, rename: dict[str, str]) -> dict[str, np.ndarray]:
-    return {rename[name]: _host(p.data().asnumpy())
+    return {rename[name]: host_array(p.data().asnumpy())
             for name, p in net.collect_params().items() if name in rename}
 
 

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 import paddle
 
-from equivalence import Equivalence
+from equivalence import Equivalence, host_array
 
 
 def _named_tensors(model) -> dict:
@@ -38,16 +38,11 @@ def buffer_names(model, rename: dict[str, str] | None = None) -> list[str]:
     return [rename.get(name, name) for name in _named_tensors(model) if name not in trained]
 
 
-def _host(array: np.ndarray) -> np.ndarray:
-    """float64 as it is (an fp64 check), any other float as float32."""
-    return array if array.dtype == np.float64 else array.astype(np.float32)
-
-
 def state_arrays(model, rename: dict[str, str] | None = None) -> dict[str, np.ndarray]:
     rename, transposed = rename or {}, _transposed(model)
     out = {}
     for name, tensor in _named_tensors(model).items():
-        array = _host(tensor.numpy())
+        array = host_array(tensor.numpy())
         out[rename.get(name, name)] = array.T.copy() if name in transposed else array
     return out
 
@@ -66,7 +61,7 @@ def grad_arrays(model, rename: dict[str, str] | None = None) -> dict[str, np.nda
     for name, param in model.named_parameters():
         if param.grad is None:
             continue
-        array = _host(param.grad.numpy())
+        array = host_array(param.grad.numpy())
         out[rename.get(name, name)] = array.T if name in transposed else array
     return out
 
