@@ -64,7 +64,9 @@ def initialise(net) -> None:
     ``torch.nn.Linear``'s default) on a network whose shapes are known: Kaiming normal over
     the fan-out for convolutions, batch norms 1 and 0, the classifier uniform(+-1/sqrt(in)).
     Gluon's ``MSRAPrelu`` (over the average of fan-in and fan-out, for PReLU's slope 0.25) and
-    its classifier init differed, which ``harness equivalence`` found."""
+    its classifier init differed, which ``harness equivalence`` found. The last batch norm of
+    each bottleneck's residual branch starts with scale 0, as in ``cnn_models._init`` (Goyal et
+    al. 2017's "zero gamma": each block starts as its shortcut)."""
     import math
 
     import mxnet as mx
@@ -83,5 +85,8 @@ def initialise(net) -> None:
             block.bias.set_data(mx.nd.random.uniform(-bound, bound, shape=block.bias.shape))
         for child in block._children.values():
             visit(child)
+        if isinstance(block, BottleneckV15):
+            last = block.body[len(block.body) - 1]
+            last.gamma.set_data(mx.nd.zeros(last.gamma.shape))
 
     visit(net)

@@ -57,7 +57,11 @@ def initialise(model):
     """The initialisation of the PyTorch plugin's networks (``cnn_models._init`` and
     ``torch.nn.Linear``'s default), so the case starts from the same distribution in both:
     paddle.vision's own is Kaiming normal over the fan-in for convolutions and Xavier uniform
-    for the classifier, which ``harness equivalence`` found to differ."""
+    for the classifier, which ``harness equivalence`` found to differ. The last batch norm of
+    each bottleneck's residual branch starts with scale 0, as in ``cnn_models._init`` (Goyal et
+    al. 2017's "zero gamma": each block starts as its shortcut)."""
+    from paddle.vision.models.resnet import BottleneckBlock
+
     for layer in model.sublayers():
         if isinstance(layer, paddle.nn.Conv2D):
             out_channels, _, kh, kw = layer.weight.shape
@@ -70,6 +74,9 @@ def initialise(model):
             bound = 1.0 / math.sqrt(layer.weight.shape[0])  # U(-1/sqrt(in), 1/sqrt(in))
             layer.weight.set_value(paddle.uniform(layer.weight.shape, min=-bound, max=bound))
             layer.bias.set_value(paddle.uniform(layer.bias.shape, min=-bound, max=bound))
+    for layer in model.sublayers():
+        if isinstance(layer, BottleneckBlock):
+            layer.bn3.weight.set_value(paddle.zeros_like(layer.bn3.weight))
     return model
 
 

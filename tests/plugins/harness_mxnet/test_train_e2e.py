@@ -31,7 +31,9 @@ def test_mobilenet_v1_smoke(harness_cli, tmp_path):
 
 
 def test_resnet50_smoke(harness_cli, tmp_path):
-    _check(smoke_result(harness_cli, "--case", "resnet50", "--framework", "mxnet"), tmp_path)
+    result = smoke_result(harness_cli, "--case", "resnet50", "--framework", "mxnet")
+    _check(result, tmp_path)
+    assert result["health"]["status"] == "healthy", result["health"]["reasons"]
 
 
 def test_two_devices_through_kvstore(harness_cli, tmp_path):

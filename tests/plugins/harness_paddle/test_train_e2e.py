@@ -57,6 +57,7 @@ def test_resnet50_smoke(harness_cli, tmp_path):
     index = legacy_index(tmp_path, result)
     _check(result, index, "images/s")
     assert index["model_name"].startswith("clas_resnet50_bs") and index["direction_id"] == 0
+    assert result["health"]["status"] == "healthy", result["health"]["reasons"]
 
 
 def test_bf16_grad_accumulation_and_recompute(harness_cli, tmp_path):
