@@ -159,7 +159,7 @@ def _plan_points(harness, router, request, points, records, spec, runs_dir, set_
 def _probe_peaks(harness, planned: list[_PlannedRun], observer: CertifyObserver) -> None:
     """Measure each framework's device at each precision and process count once
     (``probe.measure``) and record it in the points that run them."""
-    measured: dict[tuple[str, str], object] = {}
+    measured: dict[tuple[str, str, int], object] = {}
     for item in planned:
         settings = item.context.config.settings  # per process count: the vendor's share may differ
         key = (item.context.framework, settings.precision, settings.nproc)

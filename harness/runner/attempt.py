@@ -180,7 +180,7 @@ def run_repeats(harness: Harness, context: RunContext, observer: RunObserver,
             if edited:  # by an execute wrapper, or by the process itself
                 restore_config_file(context.run_dir, ctx.config)
                 sealed_problem = sealed_problem or (
-                    f"{'; '.join(edited)} while the training process ran: the script read another config")
+                    f"{'; '.join(edited)} while the training process ran: the script may have read another config")
             imported, shadowed = read_import_records(record_prefix)
             attempt.launches.append(launch_record(index, launch, imported))
             sealed_problem = sealed_problem or shadowed_problem(shadowed) or (
