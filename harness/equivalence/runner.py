@@ -93,8 +93,11 @@ def run_equivalence(harness: Harness, request: EquivalenceRequest,
     request = replace(request, steps=steps)
     check_dir = new_check_dir(request.output, case.name, create=False)
     # Every framework planned before anything is written: a bad --set fails here, in one line.
-    planned = [_plan(harness, request, case, framework, check_dir)
-               for framework in request.frameworks]
+    initial = check_dir / INITIAL_STATE
+    planned = [_plan(harness, request, case, framework, check_dir,
+                     _setting(case, check_dir / framework, initial,
+                              exports=request.reference_dir is None and index == 0))
+               for index, framework in enumerate(request.frameworks)]
     check_dir.mkdir(parents=True)
     if request.reference_dir is not None:  # the check's folder is judged from its files alone
         _copy(stored_initial, check_dir / INITIAL_STATE)
@@ -102,16 +105,14 @@ def run_equivalence(harness: Harness, request: EquivalenceRequest,
         reference_name = request.reference_framework or reference_trace.framework
         for name in (TRACE, FINAL_STATE):
             _copy(request.reference_dir / reference_name / name, check_dir / REFERENCE / name)
-    initial = check_dir / INITIAL_STATE
     runs: list[FrameworkRun] = []
     traces: dict[str, Trace] = {}
     configs: dict[str, dict] = {}
-    for index, (framework, (context, run_request)) in enumerate(zip(request.frameworks, planned)):
-        exports = request.reference_dir is None and index == 0
+    for framework, (context, run_request) in zip(request.frameworks, planned):
+        exports = context.config.equivalence.export_state is not None
         progress(f"{framework}: training {request.steps} steps "
                  f"({'exports' if exports else 'loads'} the initial state)")
-        run, trace, config = _run_framework(harness, context, run_request, check_dir,
-                                            initial, exports, case)
+        run, trace, config = _run_framework(harness, context, run_request, check_dir, initial)
         runs.append(run)
         configs[framework] = config
         if trace is not None:
@@ -164,8 +165,19 @@ def _stored_reference(request: EquivalenceRequest):
     return read_trace(folder / name / TRACE), load_state(folder / name / FINAL_STATE), initial
 
 
+def _setting(case: CaseSpec, folder: Path, initial: Path, exports: bool):
+    """A framework's ``equivalence`` section: where it writes, whether it exports or loads."""
+    from harness.models.config import EquivalenceSetting
+
+    return EquivalenceSetting(
+        trace=str(folder / TRACE), final_state=str(folder / FINAL_STATE),
+        export_state=str(initial) if exports else None,
+        initial_state=None if exports else str(initial), precision=case.equivalence_precision,
+        growth=case.equivalence_growth, safety=case.equivalence_safety)
+
+
 def _plan(harness: Harness, request: EquivalenceRequest, case: CaseSpec, framework: str,
-          check_dir: Path):
+          check_dir: Path, setting):
     from harness.runner.pipeline import RunRequest, plan
 
     case_settings = [f"{k}={v}" for k, v in case.equivalence_settings.items()]
@@ -181,27 +193,24 @@ def _plan(harness: Harness, request: EquivalenceRequest, case: CaseSpec, framewo
         origins={k: "equivalence" for k in case.equivalence_settings},
     )
     context = plan(harness, run_request)
+    # The plugins judge the check's run (a framework may train a check where it trains no
+    # benchmark: Megatron-core on the CPU).
+    context = context.model_copy(update={"config": context.config.model_copy(
+        update={"equivalence": setting})})
     reasons = harness.router(context).unsupported_reasons(context)
     if reasons:
         raise UnavailableError(f"{framework}: " + "; ".join(reasons))
     return context, run_request
 
 
-def _run_framework(harness: Harness, context, run_request, check_dir: Path, initial: Path,
-                   exports: bool, case: CaseSpec):
-    from harness.models.config import EquivalenceSetting
+def _run_framework(harness: Harness, context, run_request, check_dir: Path, initial: Path):
     from harness.runner.pipeline import execute
 
     framework = context.framework
     folder = check_dir / framework
     folder.mkdir(parents=True, exist_ok=True)
-    setting = EquivalenceSetting(
-        trace=str(folder / TRACE), final_state=str(folder / FINAL_STATE),
-        export_state=str(initial) if exports else None,
-        initial_state=None if exports else str(initial), precision=case.equivalence_precision,
-        growth=case.equivalence_growth, safety=case.equivalence_safety)
-    config = context.config.model_copy(update={"equivalence": setting})
-    context = context.model_copy(update={"config": config})
+    config = context.config
+    exports = config.equivalence.export_state is not None
     workload = {"settings": config.settings.model_dump(exclude=_NOT_WORKLOAD), "params": config.params}
     if not exports and not initial.is_file():
         return (FrameworkRun(framework=framework, status="not run",

@@ -28,6 +28,9 @@ def register_frameworks(register) -> None:
         models=frozenset({"gpt"}),
         log_format="megatron",
         model_parallel=frozenset({"tensor", "pipeline"}),
+        # One process on the CPU (megatron_equivalence_training.py), on any vendor whose torch
+        # device is the CPU.
+        equivalence_models=frozenset({"gpt"}),
     ))
 
 
@@ -42,11 +45,14 @@ def register_cases(register) -> None:
 def _needs_nvidia_gpus(context: RunContext) -> str | None:
     """Megatron-core trains through NCCL and CUDA kernels (its tensor-parallel RNG tracker and
     fused kernels are CUDA's): only a vendor whose device backend gives torch the cuda device
-    type runs it."""
+    type runs it; a one-process `harness equivalence` run also trains on the CPU."""
     backend = context.config.device
     torch_device = backend.for_framework("torch") if backend else None
     if torch_device is not None and torch_device.device_type == "cuda":
         return None
+    if (torch_device is not None and torch_device.device_type == "cpu"
+            and context.config.equivalence is not None and context.config.settings.world_size == 1):
+        return None  # `harness equivalence`: one process trains GPTModel on the CPU
     declared = f"torch device type {torch_device.device_type!r}" if torch_device else "no torch device"
     return (f"framework megatron needs NVIDIA GPUs (Megatron-core trains through CUDA and NCCL); "
             f"vendor {context.vendor!r} declares {declared}. Run it with --vendor nvidia on a "
@@ -197,4 +203,4 @@ def run(context: RunContext, env: ExecutionEnv, dataset: DatasetInfo) -> LaunchS
                       nproc=context.config.settings.nproc, nnodes=context.config.settings.nnodes,
                       log_format="megatron",
                       description=f"megatron-core {env.framework_version}",
-                      scripts=launch_scripts(SCRIPT))
+                      scripts=launch_scripts(SCRIPT, SCRIPT.parent))

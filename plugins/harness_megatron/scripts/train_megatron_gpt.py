@@ -234,6 +234,18 @@ def main() -> int:
     s, p = cfg["settings"], cfg["params"]
     p = with_knob_defaults(p)  # a knob the params leave out: at its default
     backend = (cfg.get("device") or {}).get("frameworks", {}).get("torch") or {}
+    if cfg.get("equivalence") is not None and backend.get("device_type") == "cpu":
+        # harness equivalence on the CPU: one process, Megatron-core's GPTModel with the fp32
+        # update of its wrappers restated (they allocate on CUDA); megatron_equivalence_training.py
+        from equivalence import Equivalence
+        from megatron_equivalence_training import train
+        from megatron.core import __version__ as megatron_version
+
+        if int(os.environ.get("WORLD_SIZE", "1")) != 1:
+            log("error: Megatron-core's CPU equivalence run is one process (--nproc 1)")
+            return 2
+        return train(Equivalence.from_config(args.config, "megatron", megatron_version), cfg, p,
+                     args.data_prefix, args.flops_per_token, build_model, log)
     if backend.get("device_type") != DEVICE_TYPE:
         # Megatron-core's tensor-parallel RNG tracker, fused kernels and NCCL groups are CUDA's.
         log(f"error: Megatron-core runs on CUDA devices only; the vendor's torch device type is "

@@ -143,6 +143,24 @@ def test_refuses_without_nvidia_gpus(harness, tmp_path):
         plugin.prepare_env(context=context)
 
 
+def test_trains_an_equivalence_check_on_the_cpu_in_one_process_only(harness, tmp_path):
+    """`harness equivalence` runs Megatron-core's GPTModel on the CPU (one process); an
+    ordinary run or a check over several processes is still refused there."""
+    from harness.models.config import EquivalenceSetting
+
+    context = plan(harness, RunRequest(case="gpt3_125M", framework="megatron", vendor="cpu",
+                                       scale="smoke", output=tmp_path))
+    assert "needs NVIDIA GPUs" in plugin.unsupported_reason(context=context)
+    check = EquivalenceSetting(trace=str(tmp_path / "t.json"), final_state=str(tmp_path / "f.npz"))
+    equivalence = context.model_copy(update={"config": context.config.model_copy(
+        update={"equivalence": check})})
+    assert plugin.unsupported_reason(context=equivalence) is None
+    assert "gpt" in harness.registry.frameworks.get("megatron").equivalence_models
+    two = equivalence.model_copy(update={"config": equivalence.config.model_copy(update={
+        "settings": equivalence.config.settings.model_copy(update={"nproc": 2})})})
+    assert "needs NVIDIA GPUs" in plugin.unsupported_reason(context=two)
+
+
 def test_refuses_without_megatron_core(harness, tmp_path, monkeypatch):
     from importlib import util
 
