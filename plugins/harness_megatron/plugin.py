@@ -49,6 +49,9 @@ def _needs_nvidia_gpus(context: RunContext) -> str | None:
     backend = context.config.device
     torch_device = backend.for_framework("torch") if backend else None
     if torch_device is not None and torch_device.device_type == "cuda":
+        if context.config.equivalence is not None:  # the GPU script writes no trace
+            return ("Megatron-core's `harness equivalence` run trains on the CPU (one process, "
+                    "megatron_equivalence_training.py); run the check with --vendor cpu")
         return None
     if (torch_device is not None and torch_device.device_type == "cpu"
             and context.config.equivalence is not None and context.config.settings.world_size == 1):

@@ -159,6 +159,10 @@ def test_trains_an_equivalence_check_on_the_cpu_in_one_process_only(harness, tmp
     two = equivalence.model_copy(update={"config": equivalence.config.model_copy(update={
         "settings": equivalence.config.settings.model_copy(update={"nproc": 2})})})
     assert "needs NVIDIA GPUs" in plugin.unsupported_reason(context=two)
+    gpus = gpu_context(harness, tmp_path, "gpt3_125M", scale="smoke")
+    assert plugin.unsupported_reason(context=gpus) is None
+    gpu_check = gpus.model_copy(update={"config": gpus.config.model_copy(update={"equivalence": check})})
+    assert "trains on the CPU" in plugin.unsupported_reason(context=gpu_check)
 
 
 def test_refuses_without_megatron_core(harness, tmp_path, monkeypatch):
