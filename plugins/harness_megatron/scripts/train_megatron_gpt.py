@@ -394,6 +394,9 @@ def main() -> int:
         lr = lr_at(step, p["learning_rate"], warmup_steps, decay_steps, floor=p["min_learning_rate"])
         for group in optimizer.param_groups:
             group["lr"] = lr
+            # Weight decay as Megatron-LM's OptimizerParamScheduler sets it: none on biases and
+            # norms (wd_mult 0), as the PyTorch and Paddle GPT scripts decay matrices only.
+            group["weight_decay"] = p["weight_decay"] * group.get("wd_mult", 1.0)
         model.zero_grad_buffer()
         optimizer.zero_grad()
         losses = forward_backward(forward_step_func=forward_step, data_iterator=data, model=model,
