@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -13,6 +14,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 DEMO_PLUGIN_SRC = REPO / "tests" / "fixtures" / "harness_demo_plugin"
 EXAMPLECHIP_SRC = REPO / "examples" / "harness-examplechip"
+
+# Tests send SIGINT to harness processes as Ctrl-C does. A shell that starts the test run in the
+# background (`pytest ... &` in a script) ignores SIGINT, and an ignored signal stays ignored
+# across exec, so those processes would never see it: the test run restores Python's own
+# handler, which the processes it starts get back as the default action.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pip_install_target(source: Path, target: Path) -> Path:
