@@ -75,8 +75,12 @@ def _summarise_repeat(
             f"is {last}): FINAL_RESULT would be a warm-up figure")
     if status == "success":
         logged = logged_rate(figures, reading, skip)
+        # A `harness equivalence` run records its traces between steps, outside the script's
+        # step timer, so its step lines arrive later than the steps they time; its speed is no
+        # result (the check compares losses and weights), so only its log's capture is witnessed.
+        timed = builtin_scripts and context.config.equivalence is None
         problem = witness_problem(Path(outcome.log_path), reading, logged, witness,
-                                  context.case.unit, timed=builtin_scripts,
+                                  context.case.unit, timed=timed,
                                   logged_step_s=logged_step_time(figures))
         if problem:
             status, reason = "invalid", problem
