@@ -3,7 +3,7 @@
 For every point of the built-in full suites (``harness certify suites``: gpt3, ngc_bert_base,
 resnet50, mobilenet_v1) on one device, the run time is estimated from the newest committed
 result (``benchmarks/results/<gpu>/``) of the same case, framework, precision and micro batch
-(where the suite fixes it) on one GPU of that kind: its start-up (the run's wall time less its
+(where the suite fixes it) on one GPU of that kind, run with the vendor's configuration otherwise: its start-up (the run's wall time less its
 logged steps) plus the suite's step count times the measured median step time. A certification
 runs every point ``repeats`` times; recording the point's reference bands (``harness certify
 reference``, the default four seeds plus the suite's own) takes five more runs. Prints one row per
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import tomllib
 from datetime import timedelta
 from pathlib import Path
 
@@ -39,14 +40,39 @@ def load_results(gpu: str):
     return results
 
 
+#: Settings a measured run may have set on its command line and still time the point's work:
+#: the window, the process count and the precision (compared on its own).
+WINDOW_KEYS = {"max_steps", "skip_steps", "nproc", "nnodes", "precision"}
+
+
+def vendor_defaults(case: str, framework: str) -> dict:
+    """The nvidia vendor's default values for a case and framework (its default.toml)."""
+    path = ROOT / "vendors" / "harness_nvidia" / "configs" / case / framework / "default.toml"
+    return tomllib.loads(path.read_text(encoding="utf-8")).get("values", {}) if path.exists() else {}
+
+
+def as_certified(result, point) -> bool:
+    """Whether ``result`` ran the point's configuration: nothing set on its command line beyond
+    the window, what the point sets itself, and values equal to the vendor's defaults (a run at
+    another micro batch, or with the optimizer offloaded, times other work than the
+    certification's)."""
+    sources = result.config.sources or {}
+    defaults = vendor_defaults(point.case, point.framework)
+    values = {**result.config.params, **result.config.settings.model_dump()}
+    return all(key in WINDOW_KEYS or key in point.settings
+               or (key in defaults and values.get(key) == defaults[key])
+               for key, source in sources.items() if source == "cli")
+
+
 def matching(results, point, case) -> tuple[Path, object] | None:
     """The newest full-scale one-GPU run of the point's case, framework, precision and (where
-    the suite fixes it) micro batch; else of its case and precision."""
+    the suite fixes it) micro batch, with the vendor's configuration for everything else."""
     precision = point.precision or case.settings.get("precision")
     batch = point.settings.get("micro_batch_size")
     candidates = [(path, r) for path, r in results
                   if r.case == point.case and r.framework == point.framework and r.config.scale == "full"
-                  and r.precision == precision and (batch is None or r.micro_batch_size == batch)]
+                  and r.precision == precision and (batch is None or r.micro_batch_size == batch)
+                  and as_certified(r, point)]
     return max(candidates, key=lambda item: item[1].started_at) if candidates else None
 
 
