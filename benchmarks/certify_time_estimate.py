@@ -51,13 +51,12 @@ def vendor_defaults(case: str, framework: str) -> dict:
     return tomllib.loads(path.read_text(encoding="utf-8")).get("values", {}) if path.exists() else {}
 
 
-def as_certified(result, point) -> bool:
+def as_certified(result, point, defaults: dict) -> bool:
     """Whether ``result`` ran the point's configuration: nothing set on its command line beyond
-    the window, what the point sets itself, and values equal to the vendor's defaults (a run at
-    another micro batch, or with the optimizer offloaded, times other work than the
+    the window, what the point sets itself, and values equal to the vendor's ``defaults`` (a run
+    at another micro batch, or with the optimizer offloaded, times other work than the
     certification's)."""
     sources = result.config.sources or {}
-    defaults = vendor_defaults(point.case, point.framework)
     values = {**result.config.params, **result.config.settings.model_dump()}
     return all(key in WINDOW_KEYS or key in point.settings
                or (key in defaults and values.get(key) == defaults[key])
@@ -69,10 +68,11 @@ def matching(results, point, case) -> tuple[Path, object] | None:
     the suite fixes it) micro batch, with the vendor's configuration for everything else."""
     precision = point.precision or case.settings.get("precision")
     batch = point.settings.get("micro_batch_size")
+    defaults = vendor_defaults(point.case, point.framework)
     candidates = [(path, r) for path, r in results
                   if r.case == point.case and r.framework == point.framework and r.config.scale == "full"
                   and r.precision == precision and (batch is None or r.micro_batch_size == batch)
-                  and as_certified(r, point)]
+                  and as_certified(r, point, defaults)]
     return max(candidates, key=lambda item: item[1].started_at) if candidates else None
 
 

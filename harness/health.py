@@ -48,6 +48,7 @@ The rules other than ``finite`` read the result's loss curve, which keeps every 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping, Sequence
 
 from harness.models.case import CaseSpec, ParamValue
@@ -137,11 +138,8 @@ def judge_health(curve: Sequence[tuple[int, float]], *, skip_steps: int, non_fin
 def loss_noise(losses: Sequence[float]) -> float:
     """The median absolute change between successive losses; 0 with fewer than two changes
     (one change would be the trend as much as the scatter)."""
-    changes = sorted(abs(b - a) for a, b in zip(losses, losses[1:]))
-    if len(changes) < 2:
-        return 0.0
-    middle = len(changes) // 2
-    return changes[middle] if len(changes) % 2 else (changes[middle - 1] + changes[middle]) / 2
+    changes = [abs(b - a) for a, b in zip(losses, losses[1:])]
+    return statistics.median(changes) if len(changes) >= 2 else 0.0
 
 
 def _no_spike(finite: list[tuple[int, float]], noise: float) -> HealthCheck:

@@ -11,6 +11,7 @@ catches an edited, extended, shortened or replayed log and a slowed clock inside
 
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -78,11 +79,8 @@ def median_step_gap(step_times: dict[int, float], skip_steps: int) -> float | No
     (``timed_rate``'s): one line that arrives late (or a few early ones in a burst) moves the
     window's ends but not this."""
     window = _window_steps(step_times, skip_steps)
-    gaps = sorted((step_times[b] - step_times[a]) / (b - a) for a, b in zip(window, window[1:]))
-    if not gaps:
-        return None
-    middle = len(gaps) // 2
-    return gaps[middle] if len(gaps) % 2 else (gaps[middle - 1] + gaps[middle]) / 2
+    gaps = [(step_times[b] - step_times[a]) / (b - a) for a, b in zip(window, window[1:])]
+    return statistics.median(gaps) if gaps else None
 
 
 def _apart(a: float, b: float) -> bool:
