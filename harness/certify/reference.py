@@ -32,17 +32,20 @@ def record_references(harness: Harness, suite: Suite, vendor: str,
     devices = harness.router().discover_devices(vendor)
     spec = suite.spec.suite
     points = [p for p in plan_points(suite, registry, devices.count) if not only or p.label in only]
-    written = []
-    total, done = len(points) * (len(seeds) + 1), 0
+    plans = []
     for point in points:
-        request = run_request_for(point, CertifyRequest(suite=suite, vendor=vendor, env_mode=env_mode),
-                                  spec.scale, workdir / "runs", {})
         case = registry.cases.get(point.case)
         locked_seed = rules.reference_config(case, point, vendor, spec.scale).settings.seed
+        plans.append((point, locked_seed, sorted(set(seeds) | {locked_seed})))
+    written = []
+    total, done = sum(len(point_seeds) for _, _, point_seeds in plans), 0
+    for point, locked_seed, point_seeds in plans:
+        request = run_request_for(point, CertifyRequest(suite=suite, vendor=vendor, env_mode=env_mode),
+                                  spec.scale, workdir / "runs", {})
         runs, result = {}, None
-        for seed in sorted(set(seeds) | {locked_seed}):
+        for number, seed in enumerate(point_seeds, 1):
             done += 1
-            observer.point(point.label, seed, len(seeds) + 1, done, total)
+            observer.point(f"{point.label} seed {seed}", number, len(point_seeds), done, total)
             request.set_pairs = [p for p in request.set_pairs if not p.startswith("seed=")] + [f"seed={seed}"]
             report = run_benchmark(harness, request, observer)
             result = report.result

@@ -97,8 +97,10 @@ def test_device_type_must_be_one_the_vendors_backend_declares():
 
 
 def test_float32_learning_rates_pass_and_bools_are_not_numbers():
-    assert _check(_faithful(_config(), learning_rate=float(__import__("numpy").float32(3e-3)))).ok
     config = _config()
+    as_float32 = float(__import__("numpy").float32(config.params["learning_rate"]))
+    assert as_float32 != config.params["learning_rate"]  # the script reports a float32 rate
+    assert _check(_faithful(config, learning_rate=as_float32)).ok
     assert "compile" in compare_readback({"compile": 0}, config, model_parameters=None,
                                          device_kind="cpu").differences
 

@@ -121,8 +121,6 @@ def test_each_point_is_planned_once_and_each_log_parsed_once(tmp_path, harness, 
     monkeypatch.setattr(runner, "plan", counting_plan)
     monkeypatch.setattr(runner, "execute", replay)
     monkeypatch.setattr(evaluate_module, "stream_log", counting_stream_log)
-    # The recorded certification predates the matmul probe (test_probe.py checks it).
-    monkeypatch.setattr(runner.probe, "measure", lambda *args: None)
     text = (recorded / "suite.toml").read_text()
     suite = Suite(spec=parse_suite_text(text, "t"), text=text, source=claimed.suite_source)
     progress = []

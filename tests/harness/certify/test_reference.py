@@ -1,0 +1,57 @@
+"""``certify reference``: real reference runs of one smoke point, the band written from them."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.certify.reference import record_references
+from harness.certify.runner import CertifyObserver
+from harness.certify.suite import Suite, parse_suite_text
+
+pytest.importorskip("torch")
+pytestmark = pytest.mark.slow
+
+SUITE = """
+[suite]
+name = "ref"
+kind = "smoke"
+scale = "smoke"
+repeats = 3
+max_steps = 6
+skip_steps = 2
+cv_bound = 0.35
+checkpoints = [3, 6]
+checkpoint_window = 2
+
+[[point]]
+case = "gpt3_125M"
+nproc = [1]
+"""
+
+
+def test_one_run_per_seed_and_the_band_centred_on_the_suites_seed(tmp_path, harness):
+    progress = []
+
+    class Progress(CertifyObserver):
+        def point(self, label, repeat, repeats, index, total):
+            progress.append((label, repeat, repeats, index, total))
+
+    suite = Suite(spec=parse_suite_text(SUITE, "t"), text=SUITE, source="test")
+    # Seed 1234 is the suite's own (the locked seed): asked for again, it runs once.
+    [written] = record_references(harness, suite, "cpu", [1, 2, 1234], tmp_path / "work",
+                                  folder=tmp_path / "bands", observer=Progress(), env_mode="current")
+    assert progress == [("gpt3_125M-pytorch-1x1 seed 1", 1, 3, 1, 3),
+                        ("gpt3_125M-pytorch-1x1 seed 2", 2, 3, 2, 3),
+                        ("gpt3_125M-pytorch-1x1 seed 1234", 3, 3, 3, 3)]
+    band = json.loads(written.read_text())
+    assert written.name == "gpt3_125M-smoke-pytorch-gbs8-steps6.json"
+    assert band["seeds"] == [1, 2, 1234] and band["center_seed"] == 1234
+    assert [b["step"] for b in band["bands"]] == [3, 6]
+    for checkpoint in band["bands"]:
+        # Real runs on different seeds and data orders: their losses differ, the band is
+        # centred on the suite seed's and holds them all.
+        assert len(set(checkpoint["values"])) == 3
+        assert checkpoint["mean"] == checkpoint["values"][-1]
+        assert checkpoint["low"] < min(checkpoint["values"]) <= max(checkpoint["values"]) < checkpoint["high"]
