@@ -1,9 +1,10 @@
 """``certify reference``: record the convergence bands of a suite's points.
 
-Each point runs once per seed (the only key that differs between the runs), outside
-certification (the seed is locked there), and once with the suite's own seed, on which the
-band is centred; the loss at the checkpoints over the seeds gives the band's width
-(``convergence.make_reference``). The bands are saved in the repository's reference folder.
+Each point runs once per seed (the only setting that differs between the runs; each run also
+trains on its own data order, as certified repeats do), outside certification (the seed is
+locked there), and once with the suite's own seed; the losses at the checkpoints give the
+band's centre (their mean) and width (their spread; ``convergence.make_reference``). The bands
+are saved in the repository's reference folder.
 """
 
 from __future__ import annotations

@@ -181,7 +181,7 @@ def reference_command(
     ctx: typer.Context,
     vendor: Annotated[str, typer.Option(help="Vendor plugin the reference runs use.")],
     suite: Annotated[str, typer.Option(help="Suite whose points get reference bands.")] = "smoke",
-    seeds: Annotated[str, typer.Option(help="Comma-separated seeds, one reference run each (at least 2), besides the suite's own seed, on which the band is centred.")] = "1,2,3,4",
+    seeds: Annotated[str, typer.Option(help="Comma-separated seeds, one reference run each (at least 2), besides the suite's own seed; the band is centred on the runs' mean and its width grows with their spread, so more seeds give a steadier band.")] = "1,2,3,4",
     point: Annotated[Optional[list[str]], typer.Option(help="Only this point label (repeatable).")] = None,
     workdir: Annotated[Path, typer.Option(help="Folder for the reference runs.")] = Path("certifications/references"),
     into: Annotated[Optional[Path], typer.Option(help="Where to write the bands (default: harness/certify/references).")] = None,

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+import statistics
+
 import pytest
 
 from harness.certify.convergence import (
@@ -24,12 +27,18 @@ def test_checkpoint_losses_are_windowed_means():
 
 
 def test_band_from_seeds_and_check(tmp_path):
-    runs = {1: curve(1.0), 2: curve(1.002), 3: curve(0.999), 1234: curve(1.001)}
+    # The runs' spread (about 1.7% of the loss) is wider than the 1% floor: it sets the band.
+    runs = {1: curve(1.0), 2: curve(1.02), 3: curve(0.98), 1234: curve(1.01)}
     ref = make_reference(runs, center_seed=1234, case="c", scale="smoke", framework="f", global_batch_size=8,
                          max_steps=12, checkpoints=[4, 8, 12], window=3, recorded_on="cpu")
     for band in ref.bands:
         assert band.low < band.mean < band.high and len(band.values) == 4
-        assert band.mean == checkpoint_losses(runs[1234], [band.step], 3)[band.step]  # centred
+        values = [checkpoint_losses(runs[seed], [band.step], 3)[band.step] for seed in sorted(runs)]
+        assert band.values == values and band.mean == pytest.approx(statistics.mean(values))  # centred
+        # One more run's spread from the mean of four: 4 standard deviations times sqrt(1 + 1/4).
+        half = 4 * statistics.stdev(values) * math.sqrt(1.25)
+        assert half > 0.01 * band.mean
+        assert band.high - band.mean == pytest.approx(half) and band.mean - band.low == pytest.approx(half)
     save_reference(ref, tmp_path)
     assert load_reference("c", "smoke", "f", 8, 12, tmp_path) == ref
     assert load_reference("c", "smoke", "f", 16, 12, tmp_path) is None

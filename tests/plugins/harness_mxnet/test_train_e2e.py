@@ -27,7 +27,7 @@ def _check(result: dict, tmp_path) -> dict:
 
 def test_mobilenet_v1_smoke(harness_cli, tmp_path):
     result = smoke_result(harness_cli, "--case", "mobilenet_v1", "--framework", "mxnet")
-    assert _check(result, tmp_path)["model_name"] == "clas_mobilenet_v1_bs32_fp32"
+    assert _check(result, tmp_path)["model_name"] == "clas_mobilenet_v1_bs64_fp32"
 
 
 def test_resnet50_smoke(harness_cli, tmp_path):
@@ -39,7 +39,7 @@ def test_resnet50_smoke(harness_cli, tmp_path):
 def test_two_devices_through_kvstore(harness_cli, tmp_path):
     result = smoke_result(harness_cli, "--case", "mobilenet_v1", "--framework", "mxnet", "--nproc", "2")
     index = _check(result, tmp_path)
-    assert index["gpu_num"] == 2 and result["global_batch_size"] == 64
+    assert index["gpu_num"] == 2 and result["global_batch_size"] == 2 * 64  # the smoke micro batch
 
 
 def test_bf16_is_refused_before_launch(harness_cli):

@@ -18,7 +18,7 @@ def test_mobilenet_v1_smoke(harness_cli, tmp_path):
     assert result["status"] == "success" and result["steps_completed"] == 30
     assert result["loss_final"] < result["loss_first"]
     assert result["health"]["status"] == "healthy", result["health"]["reasons"]
-    assert index["UNIT"] == "images/s" and index["model_name"] == "clas_mobilenet_v1_bs32_fp32"
+    assert index["UNIT"] == "images/s" and index["model_name"] == "clas_mobilenet_v1_bs64_fp32"
 
 
 def test_bert_smoke(harness_cli, tmp_path):
