@@ -9,9 +9,10 @@ FLOOR x the loss) either side, where the prediction spread is the runs' standard
 times sqrt(1 + 1/n): how far one more honest run may lie from the mean of n. Not the run with
 the suite's own seed: every repeat trains on its own data order (the data nonce), so no run
 reproduces another, and a band centred on one run drew its centre's own scatter in (ResNet-50
-at smoke scale, 30 steps, was centred 0.1 below where its certified repeats landed). The
-runs' spread bounds what differs between honest runs (initialisation, sample order, rounding
-that compounds); a wrong learning rate or a broken kernel moves the curve far outside it.
+at smoke scale, one process, was centred about 0.1 below where its certified repeats landed
+at step 10). The runs' spread bounds what differs between honest runs (initialisation, sample
+order, rounding that compounds); a wrong learning rate or a broken kernel moves the curve far
+outside it.
 """
 
 from __future__ import annotations
