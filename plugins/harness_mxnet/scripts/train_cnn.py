@@ -9,9 +9,12 @@ lines (``Speed`` is the whole process, i.e. all its devices)::
     [Epoch 0] training: accuracy=0.100000
     [Epoch 0] speed: 123 samples/sec\ttime cost: 12.345678
 
-``loss`` is ``mx.metric.Loss`` (the running mean of the loss since the epoch began, like the
-accuracy), logged so that the loss curve is recorded; ``step_time_s`` is the wall time per
-step since the previous line (gluon-cv prints no such field; harness's parser reads it).
+``accuracy`` is gluon-cv's running metric since the epoch began. ``loss`` is the mean loss of
+the steps since the previous line (of this step, when every step is logged), as the other
+frameworks' scripts log it: a running mean since the epoch began smooths the curve, so the
+health check measured its noise at a fifth of the batches' and flagged the warm-up's first
+wobble as a spike (docs/health.md). ``step_time_s`` is the wall time per step since the
+previous line (gluon-cv prints neither field; harness's parser reads both).
 """
 
 from __future__ import annotations
@@ -194,15 +197,14 @@ def main() -> int:
         lr_warmup_steps=p["lr_warmup_steps"], max_steps=max_steps, seed=s["seed"],
         device_type=device)
 
-    # gluon-cv's running metrics since the start of the epoch: accuracy and the mean loss.
-    accuracy, mean_loss = mx.metric.Accuracy(), mx.metric.Loss()
+    # gluon-cv's running accuracy since the start of the epoch; the loss of the logged steps.
+    accuracy, interval_loss = mx.metric.Accuracy(), mx.metric.Loss()
     interval = max(1, int(p.get("log_interval", 1)))
     step = 0
     epoch = 0
     finished = False
     while not finished:
         accuracy.reset()
-        mean_loss.reset()
         epoch_start = tick = time.time()
         epoch_samples = 0
         batches = iter(loader) if equivalence is None else equivalence_stream
@@ -221,7 +223,7 @@ def main() -> int:
                 if equivalence is not None:
                     step_loss += float(sum(loss.mean().asscalar() for loss in losses)) / len(losses)
                 accuracy.update(ys, [out.astype("float32") for out in outputs])
-                mean_loss.update(None, losses)
+                interval_loss.update(None, losses)
             if equivalence is not None and step == 1:
                 equivalence.gradients(mxnet_equivalence.grad_arrays(net, rename, 1.0 / (per_step * accum)))
             trainer.step(per_step * accum)
@@ -235,7 +237,8 @@ def main() -> int:
                 n = interval if step % interval == 0 else step % interval
                 elapsed = time.time() - tick
                 speed = per_step * accum * n / elapsed
-                values = [accuracy.get()[1], mean_loss.get()[1]]
+                values = [accuracy.get()[1], interval_loss.get()[1]]
+                interval_loss.reset()
                 fields = f"accuracy={values[0]:f}\tloss={values[1]:f}"
                 # step_time_s: seconds per step over the interval, as the other frameworks'
                 # scripts print it, so that step-time statistics and total work exist for MXNet.
