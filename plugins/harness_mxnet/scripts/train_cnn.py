@@ -12,7 +12,7 @@ lines (``Speed`` is the whole process, i.e. all its devices)::
 ``accuracy`` is gluon-cv's running metric since the epoch began. ``loss`` is the mean loss of
 the steps since the previous line (of this step, when every step is logged), as the other
 frameworks' scripts log it: a running mean since the epoch began smooths the curve, so the
-health check measured its noise at a fifth of the batches' and flagged the warm-up's first
+health check measured its noise at about a sixth of the batches' and flagged the warm-up's first
 wobble as a spike (docs/health.md). ``step_time_s`` is the wall time per step since the
 previous line (gluon-cv prints neither field; harness's parser reads both).
 """
