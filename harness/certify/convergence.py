@@ -1,8 +1,9 @@
 """Convergence: each repeat's loss at fixed checkpoints must lie in the reference band.
 
 Reference bands are recorded from reference runs (``harness certify reference``) with several
-seeds and stored in the repository, one JSON file per case, scale, framework, global batch
-and step count (``harness/certify/references/``). At each checkpoint the loss is the mean of
+seeds and stored in the repository, one JSON file per case, scale, framework, precision,
+global batch and step count (``harness/certify/references/``): a suite may hold the same case
+at the same batch in fp32 and bf16, whose curves need not share a band. At each checkpoint the loss is the mean of
 the last ``window`` logged losses up to it, which smooths batch-to-batch noise. The band is
 centred on the mean over the reference runs and reaches max(SIGMAS x the prediction spread,
 FLOOR x the loss) either side, where the prediction spread is the runs' standard deviation
@@ -45,6 +46,7 @@ class Reference(BaseModel):
     case: str
     scale: str
     framework: str
+    precision: str
     global_batch_size: int
     max_steps: int
     window: int
@@ -55,13 +57,14 @@ class Reference(BaseModel):
     bands: list[Band]
 
 
-def reference_name(case: str, scale: str, framework: str, global_batch_size: int, max_steps: int) -> str:
-    return f"{case}-{scale}-{framework}-gbs{global_batch_size}-steps{max_steps}.json"
+def reference_name(case: str, scale: str, framework: str, precision: str, global_batch_size: int,
+                   max_steps: int) -> str:
+    return f"{case}-{scale}-{framework}-{precision}-gbs{global_batch_size}-steps{max_steps}.json"
 
 
-def load_reference(case: str, scale: str, framework: str, global_batch_size: int, max_steps: int,
-                   folder: Path = REFERENCE_DIR) -> Reference | None:
-    path = folder / reference_name(case, scale, framework, global_batch_size, max_steps)
+def load_reference(case: str, scale: str, framework: str, precision: str, global_batch_size: int,
+                   max_steps: int, folder: Path = REFERENCE_DIR) -> Reference | None:
+    path = folder / reference_name(case, scale, framework, precision, global_batch_size, max_steps)
     if not path.is_file():
         return None
     return Reference.model_validate_json(path.read_text(encoding="utf-8"))
@@ -81,7 +84,7 @@ def checkpoint_losses(losses: Sequence[tuple[int, float]], checkpoints: Sequence
 
 
 def make_reference(runs: dict[int, Sequence[tuple[int, float]]], *, center_seed: int, case: str,
-                   scale: str, framework: str, global_batch_size: int, max_steps: int,
+                   scale: str, framework: str, precision: str, global_batch_size: int, max_steps: int,
                    checkpoints: Sequence[int], window: int, recorded_on: str) -> Reference:
     """A reference from runs with different seeds (seed -> (step, loss) pairs), one of them
     ``center_seed``, the seed certified runs use."""
@@ -96,14 +99,15 @@ def make_reference(runs: dict[int, Sequence[tuple[int, float]]], *, center_seed:
         center = mean(values)
         half = max(SIGMAS * stdev(values) * math.sqrt(1 + 1 / len(values)), FLOOR * abs(center))
         bands.append(Band(step=step, mean=center, low=center - half, high=center + half, values=values))
-    return Reference(case=case, scale=scale, framework=framework, global_batch_size=global_batch_size,
+    return Reference(case=case, scale=scale, framework=framework, precision=precision,
+                     global_batch_size=global_batch_size,
                      max_steps=max_steps, window=window, seeds=sorted(runs), center_seed=center_seed,
                      recorded_on=recorded_on, bands=bands)
 
 
 def save_reference(reference: Reference, folder: Path = REFERENCE_DIR) -> Path:
     path = folder / reference_name(reference.case, reference.scale, reference.framework,
-                                   reference.global_batch_size, reference.max_steps)
+                                   reference.precision, reference.global_batch_size, reference.max_steps)
     folder.mkdir(parents=True, exist_ok=True)
     atomic_write_text(path, json.dumps(reference.model_dump(), indent=1) + "\n")
     return path

@@ -334,8 +334,11 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         first = results[0] if results else None
         gbs = first.global_batch_size if first else 0
         max_steps = first.max_steps if first else 0
-        reference = convergence.load_reference(record.case, suite.scale, record.framework, gbs, max_steps)
-        describe = f"{record.case} at {suite.scale} scale, {record.framework}, global batch {gbs}, {max_steps} steps"
+        precision = first.precision if first else "?"
+        reference = convergence.load_reference(record.case, suite.scale, record.framework, precision,
+                                               gbs, max_steps)
+        describe = (f"{record.case} at {suite.scale} scale, {record.framework}, {precision}, "
+                    f"global batch {gbs}, {max_steps} steps")
         # A repeat that did not succeed is the repeats check's to judge, not a missing loss.
         loss_runs = [(i, run.losses) for i, run in enumerate(runs, 1)
                      if run.result is not None and run.result.status == "success"]

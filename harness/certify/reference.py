@@ -64,6 +64,6 @@ def reference_from_runs(runs, center_seed: int, point, scale: str, result, vendo
     device = result.devices.devices[0].name if result.devices and result.devices.devices else "?"
     return convergence.make_reference(
         runs, center_seed=center_seed, case=point.case, scale=scale, framework=point.framework,
-        global_batch_size=result.global_batch_size, max_steps=result.max_steps,
+        precision=result.precision, global_batch_size=result.global_batch_size, max_steps=result.max_steps,
         checkpoints=list(point.checkpoints), window=point.checkpoint_window,
         recorded_on=f"{vendor}: {device}")

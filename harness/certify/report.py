@@ -84,14 +84,14 @@ def _loss_charts(cert: Certification, evidence: dict[str, list[RunEvidence]]) ->
             blocks.append(Paragraph(f"{record.label}: not run ({record.refused or 'no repeat ran'})."))
             continue
         series = []
-        gbs = steps = None
+        gbs = steps = precision = None
         for index, run in enumerate(evidence.get(record.label, []), 1):
             if run.result is not None:
-                gbs, steps = run.result.global_batch_size, run.result.max_steps
+                gbs, steps, precision = run.result.global_batch_size, run.result.max_steps, run.result.precision
             if run.losses:
                 series.append(Series(f"repeat {index}", [(float(s), l) for s, l in run.losses],
                                      color=PALETTE[index % len(PALETTE)], markers=False))
-        reference = (convergence.load_reference(record.case, cert.scale, record.framework, gbs, steps)
+        reference = (convergence.load_reference(record.case, cert.scale, record.framework, precision, gbs, steps)
                      if gbs is not None else None)
         caption = "no reference band recorded" if reference is None else (
             f"band from {len(reference.seeds)} seeds on {reference.recorded_on}; windowed mean of "

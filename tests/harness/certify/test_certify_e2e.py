@@ -56,7 +56,7 @@ def test_smoke_suite_certifies_and_verifies(tmp_path, capsys, harness, registry)
     report = run_benchmark(harness, request)
     assert report.result.status == "success"
     losses = reparse_run(registry, tmp_path / "lr10x", report.result.run_id).losses
-    reference = convergence.load_reference("gpt3_125M", "smoke", "pytorch", 8, 12)
+    reference = convergence.load_reference("gpt3_125M", "smoke", "pytorch", "fp32", 8, 12)
     verdict = convergence.check_convergence([(1, losses)], reference, "gpt3_125M", "gpt3_125M")
     assert not verdict.passed and "outside" in verdict.reason
 

@@ -29,7 +29,7 @@ def test_checkpoint_losses_are_windowed_means():
 def test_band_from_seeds_and_check(tmp_path):
     # The runs' spread (about 1.7% of the loss) is wider than the 1% floor: it sets the band.
     runs = {1: curve(1.0), 2: curve(1.02), 3: curve(0.98), 1234: curve(1.01)}
-    ref = make_reference(runs, center_seed=1234, case="c", scale="smoke", framework="f", global_batch_size=8,
+    ref = make_reference(runs, center_seed=1234, case="c", scale="smoke", framework="f", precision="fp32", global_batch_size=8,
                          max_steps=12, checkpoints=[4, 8, 12], window=3, recorded_on="cpu")
     for band in ref.bands:
         assert band.low < band.mean < band.high and len(band.values) == 4
@@ -40,8 +40,9 @@ def test_band_from_seeds_and_check(tmp_path):
         assert half > 0.01 * band.mean
         assert band.high - band.mean == pytest.approx(half) and band.mean - band.low == pytest.approx(half)
     save_reference(ref, tmp_path)
-    assert load_reference("c", "smoke", "f", 8, 12, tmp_path) == ref
-    assert load_reference("c", "smoke", "f", 16, 12, tmp_path) is None
+    assert load_reference("c", "smoke", "f", "fp32", 8, 12, tmp_path) == ref
+    assert load_reference("c", "smoke", "f", "fp32", 16, 12, tmp_path) is None
+    assert load_reference("c", "smoke", "f", "bf16", 8, 12, tmp_path) is None  # its own band
     assert check_convergence([(1, curve(1.0005)), (2, curve(1.0))], ref, "p", "c").passed
     verdict = check_convergence([(1, curve(1.0)), (2, curve(1.2))], ref, "p", "c")
     assert not verdict.passed and "repeat 2 step 4: loss" in verdict.reason
@@ -57,8 +58,8 @@ def test_no_reference_fails_with_the_command_to_record_one():
 def test_a_band_needs_three_seeds_with_the_centre_among_them():
     with pytest.raises(ValueError):
         make_reference({1: curve(1.0), 2: curve(1.0), 3: curve(1.0)}, center_seed=1234, case="c",
-                       scale="smoke", framework="f", global_batch_size=8, max_steps=12,
+                       scale="smoke", framework="f", precision="fp32", global_batch_size=8, max_steps=12,
                        checkpoints=[4], window=1, recorded_on="cpu")
     with pytest.raises(ValueError):
-        make_reference({1: curve(1.0), 1234: curve(1.0)}, center_seed=1234, case="c", scale="smoke", framework="f", global_batch_size=8,
+        make_reference({1: curve(1.0), 1234: curve(1.0)}, center_seed=1234, case="c", scale="smoke", framework="f", precision="fp32", global_batch_size=8,
                        max_steps=12, checkpoints=[4], window=1, recorded_on="cpu")

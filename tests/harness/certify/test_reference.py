@@ -46,7 +46,7 @@ def test_one_run_per_seed_the_suites_own_among_them(tmp_path, harness):
                         ("gpt3_125M-pytorch-1x1 seed 2", 2, 3, 2, 3),
                         ("gpt3_125M-pytorch-1x1 seed 1234", 3, 3, 3, 3)]
     band = json.loads(written.read_text())
-    assert written.name == "gpt3_125M-smoke-pytorch-gbs8-steps6.json"
+    assert written.name == "gpt3_125M-smoke-pytorch-fp32-gbs8-steps6.json"
     assert band["seeds"] == [1, 2, 1234] and band["center_seed"] == 1234
     assert [b["step"] for b in band["bands"]] == [3, 6]
     for checkpoint in band["bands"]:

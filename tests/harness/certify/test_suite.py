@@ -54,8 +54,9 @@ def test_the_benchmark_suites_in_the_repository_load(harness, registry):
             assert point.set["master_weights"] == "model"
             for nproc in point.nproc:
                 gbs = point.set["micro_batch_size"] * point.set["grad_accum_steps"] * nproc
-                assert convergence.load_reference(point.case, suite.spec.suite.scale, "pytorch", gbs,
-                                                  suite.spec.suite.max_steps) is not None, path.name
+                assert convergence.load_reference(point.case, suite.spec.suite.scale, "pytorch",
+                                                  point.precision, gbs, suite.spec.suite.max_steps
+                                                  ) is not None, path.name
 
 
 def test_all_layout_is_the_device_count_and_deduplicated(harness, registry, tmp_path):
