@@ -123,6 +123,37 @@ def test_a_claimed_verdict_that_does_not_follow_fails(tmp_path, capsys):
     assert code == EXIT_TAMPERED and "certification.json:" in out and "score claimed" in out
 
 
+def test_a_claimed_pass_its_own_checks_contradict_is_tampering(tmp_path, capsys):
+    folder = unpack(tmp_path)
+    cert_path = folder / "certification.json"
+    cert = json.loads(cert_path.read_text())
+    cert["checks"][-1]["passed"] = False  # the claim keeps "passed": true
+    cert_path.write_text(json.dumps(cert))
+    code, out, _ = verify(capsys, repack(folder, tmp_path / "forged.tar.gz"), "--pubkey", PUBLIC_KEY)
+    assert code == EXIT_TAMPERED and "claims pass, its own checks say fail" in out
+
+
+def test_a_band_recorded_again_since_the_bundle_turns_convergence_without_tampering(capsys, monkeypatch):
+    """The convergence check is judged against the verifier's committed band; a band recorded
+    again (narrower, moved) fails the repeats it had passed: the verdict is the recomputed one
+    (a check fails, exit 1) and the differing claim is a note, not tampering (exit 3)."""
+    from harness.certify import convergence
+
+    real = convergence.load_reference
+
+    def moved(*args, **kwargs):
+        reference = real(*args, **kwargs)
+        bands = [band.model_copy(update={"low": band.high, "high": band.high + 0.01})
+                 for band in reference.bands]
+        return reference.model_copy(update={"bands": bands})
+
+    monkeypatch.setattr(convergence, "load_reference", moved)
+    code, out, _ = verify(capsys, BUNDLE, "--pubkey", PUBLIC_KEY)
+    assert code == EXIT_CHECK_FAILED, out
+    assert "FAIL convergence" in out and "note: certification.json: check convergence" in out
+    assert "claimed True, recomputed False" in out and "claim:" not in out
+
+
 def test_a_locked_key_edited_in_a_config_fails_the_rules(tmp_path, capsys):
     """Someone who ran with another learning rate and rewrote config and result to hide it."""
     from harness.models import ResolvedConfig
