@@ -53,6 +53,11 @@ def record_references(harness: Harness, suite: Suite, vendor: str,
             if result.status != "success":
                 raise HarnessError(f"reference run {result.run_id} ({point.label}, seed {seed}) "
                                    f"failed: {result.failure_reason}")
+            if result.health is not None and result.health.status == "unhealthy":
+                # A band drawn from a diverging curve would admit the same divergence.
+                raise HarnessError(f"reference run {result.run_id} ({point.label}, seed {seed}) "
+                                   f"trained unhealthily: {'; '.join(result.health.reasons)}; "
+                                   "no band is recorded from it (docs/health.md)")
             runs[seed] = reparse_run(registry, workdir, result.run_id).losses
         written.append(convergence.save_reference(reference_from_runs(
             runs, locked_seed, point, spec.scale, result, vendor), folder))

@@ -55,3 +55,16 @@ def test_one_run_per_seed_the_suites_own_among_them(tmp_path, harness):
         assert len(set(checkpoint["values"])) == 3
         assert checkpoint["mean"] == pytest.approx(sum(checkpoint["values"]) / 3)
         assert checkpoint["low"] < min(checkpoint["values"]) <= max(checkpoint["values"]) < checkpoint["high"]
+
+
+def test_an_unhealthy_reference_run_records_no_band(tmp_path, harness):
+    """GPT-3 125M at 100 times its smoke rate diverges: the first reference run is refused, and
+    no band file is written."""
+    from harness.errors import HarnessError
+
+    text = SUITE.replace('nproc = [1]', 'nproc = [1]\nset = { learning_rate = 0.2 }')
+    suite = Suite(spec=parse_suite_text(text, "t"), text=text, source="test")
+    with pytest.raises(HarnessError, match=r"seed 1\) trained unhealthily: "):
+        record_references(harness, suite, "cpu", [1, 2], tmp_path / "work", folder=tmp_path / "bands",
+                          env_mode="current")
+    assert not (tmp_path / "bands").exists()
