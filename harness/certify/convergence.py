@@ -1,19 +1,19 @@
 """Convergence: each repeat's loss at fixed checkpoints must lie in the reference band.
 
 Reference bands are recorded from reference runs (``harness certify reference``) with several
-seeds and stored in the repository, one JSON file per case, scale, framework, precision,
-global batch and step count (``harness/certify/references/``): a suite may hold the same case
-at the same batch in fp32 and bf16, whose curves need not share a band. At each checkpoint the loss is the mean of
-the last ``window`` logged losses up to it, which smooths batch-to-batch noise. The band is
-centred on the mean over the reference runs and reaches max(SIGMAS x the prediction spread,
-FLOOR x the loss) either side, where the prediction spread is the runs' standard deviation
-times sqrt(1 + 1/n): how far one more honest run may lie from the mean of n. Not the run with
-the suite's own seed: every repeat trains on its own data order (the data nonce), so no run
-reproduces another, and a band centred on one run drew its centre's own scatter in (ResNet-50
-at smoke scale, one process, was centred about 0.1 below where its certified repeats landed
-at step 10). The runs' spread bounds what differs between honest runs (initialisation, sample
-order, rounding that compounds); a wrong learning rate or a broken kernel moves the curve far
-outside it.
+seeds and stored in the repository, one JSON file per case, scale, framework, precision, global
+batch and step count (``harness/certify/references/``): a suite may hold the same case at the
+same batch in fp32 and bf16, whose curves need not share a band. At each checkpoint the loss is
+the mean of the last ``window`` logged losses up to it, which smooths batch-to-batch noise. The
+band is centred on the mean over the reference runs and reaches max(SIGMAS x the prediction
+spread, FLOOR x the loss) either side, where the prediction spread is the runs' standard
+deviation times sqrt(1 + 1/n): how far one more honest run may lie from the mean of n. Not the
+run with the suite's own seed: every repeat trains on its own data order (the data nonce), so
+no run reproduces another, and a band centred on one run drew its centre's own scatter in
+(ResNet-50 at smoke scale, one process, was centred about 0.1 below where its certified repeats
+landed at step 10). The runs' spread bounds what differs between honest runs (initialisation,
+sample order, rounding that compounds); a wrong learning rate or a broken kernel moves the
+curve far outside it.
 """
 
 from __future__ import annotations

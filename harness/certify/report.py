@@ -87,11 +87,13 @@ def _loss_charts(cert: Certification, evidence: dict[str, list[RunEvidence]]) ->
         gbs = steps = precision = None
         for index, run in enumerate(evidence.get(record.label, []), 1):
             if run.result is not None:
-                gbs, steps, precision = run.result.global_batch_size, run.result.max_steps, run.result.precision
+                result = run.result
+                gbs, steps, precision = result.global_batch_size, result.max_steps, result.precision
             if run.losses:
                 series.append(Series(f"repeat {index}", [(float(s), l) for s, l in run.losses],
                                      color=PALETTE[index % len(PALETTE)], markers=False))
-        reference = (convergence.load_reference(record.case, cert.scale, record.framework, precision, gbs, steps)
+        reference = (convergence.load_reference(record.case, cert.scale, record.framework, precision,
+                                                gbs, steps)
                      if gbs is not None else None)
         caption = "no reference band recorded" if reference is None else (
             f"band from {len(reference.seeds)} seeds on {reference.recorded_on}; windowed mean of "

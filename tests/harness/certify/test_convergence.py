@@ -29,7 +29,8 @@ def test_checkpoint_losses_are_windowed_means():
 def test_band_from_seeds_and_check(tmp_path):
     # The runs' spread (about 1.7% of the loss) is wider than the 1% floor: it sets the band.
     runs = {1: curve(1.0), 2: curve(1.02), 3: curve(0.98), 1234: curve(1.01)}
-    ref = make_reference(runs, center_seed=1234, case="c", scale="smoke", framework="f", precision="fp32", global_batch_size=8,
+    ref = make_reference(runs, center_seed=1234, case="c", scale="smoke", framework="f", precision="fp32",
+                         global_batch_size=8,
                          max_steps=12, checkpoints=[4, 8, 12], window=3, recorded_on="cpu")
     for band in ref.bands:
         assert band.low < band.mean < band.high and len(band.values) == 4
@@ -61,5 +62,6 @@ def test_a_band_needs_three_seeds_with_the_centre_among_them():
                        scale="smoke", framework="f", precision="fp32", global_batch_size=8, max_steps=12,
                        checkpoints=[4], window=1, recorded_on="cpu")
     with pytest.raises(ValueError):
-        make_reference({1: curve(1.0), 1234: curve(1.0)}, center_seed=1234, case="c", scale="smoke", framework="f", precision="fp32", global_batch_size=8,
+        make_reference({1: curve(1.0), 1234: curve(1.0)}, center_seed=1234, case="c", scale="smoke",
+                       framework="f", precision="fp32", global_batch_size=8,
                        max_steps=12, checkpoints=[4], window=1, recorded_on="cpu")
