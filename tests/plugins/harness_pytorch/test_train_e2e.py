@@ -84,8 +84,10 @@ def test_optimizer_held_masters_data_parallel(cli_env, tmp_path):
 
 
 def test_a_diverging_learning_rate_is_flagged_unhealthy(cli_env, tmp_path):
-    """A learning rate 3,000 times the smoke preset's: the loss climbs to thousands within
-    four steps, then turns NaN (the run fails on the NaN iterations); its health names both."""
+    """A learning rate 5,000 times the smoke preset's: the loss climbs to thousands within four
+    steps; on about half the data orders (each run draws its own) it then turns NaN within 12
+    steps and the run fails on the NaN iterations, on the others it stays finite, far above the
+    uniform guess (3 and 3 of 6 runs, 2026-11-28). Health names what happened either way."""
     proc = run_cli(["run", "--vendor", "cpu", "--case", "gpt3_125M", "--scale", "smoke",
                     "--max-steps", "12", "--set", "skip_steps=2", "--set", "learning_rate=10"],
                    cli_env, tmp_path)
@@ -94,7 +96,9 @@ def test_a_diverging_learning_rate_is_flagged_unhealthy(cli_env, tmp_path):
     health = result["health"]
     assert health["status"] == "unhealthy" and health["reasons"], health
     verdicts = {c["name"]: c["passed"] for c in health["checks"]}
-    assert verdicts["finite"] is False and verdicts["no_spike"] is False
+    assert verdicts["no_spike"] is False and verdicts["below_uniform"] is False
+    # NaN iterations fail the run; a run that stayed finite succeeded and is still unhealthy.
+    assert verdicts["finite"] is (result["status"] == "success")
     assert "health" in proc.stdout and "unhealthy" in proc.stdout
 
 
