@@ -22,12 +22,16 @@ import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
 from harness.certify.checks import Check, failed, passed
 from harness.results_io import atomic_write_text
 from harness.stats import mean, stdev
+
+if TYPE_CHECKING:
+    from harness.models import BenchmarkResult
 
 REFERENCE_DIR = Path(__file__).parent / "references"
 SIGMAS = 4.0
@@ -68,6 +72,22 @@ def load_reference(case: str, scale: str, framework: str, precision: str, global
     if not path.is_file():
         return None
     return Reference.model_validate_json(path.read_text(encoding="utf-8"))
+
+
+def reference_for_run(case: str, scale: str, framework: str, result: BenchmarkResult,
+                      folder: Path = REFERENCE_DIR) -> Reference | None:
+    """The band a run is judged against: its case, the suite's scale and the point's framework,
+    and the run's own precision, global batch and step count."""
+    return load_reference(case, scale, framework, result.precision, result.global_batch_size,
+                          result.max_steps, folder)
+
+
+def describe_run(case: str, scale: str, framework: str, result: BenchmarkResult | None) -> str:
+    """The band's key in words, for a check's reason."""
+    if result is None:
+        return f"{case} at {scale} scale, {framework}"
+    return (f"{case} at {scale} scale, {framework}, {result.precision}, "
+            f"global batch {result.global_batch_size}, {result.max_steps} steps")
 
 
 def checkpoint_losses(losses: Sequence[tuple[int, float]], checkpoints: Sequence[int],

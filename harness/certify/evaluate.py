@@ -332,13 +332,9 @@ def evaluate(root: Path, registry: Registry) -> Evaluation:
         checks.append(scoring.check_noise(values, suite.cv_bound, label, robust=suite.kind == "smoke"))
 
         first = results[0] if results else None
-        gbs = first.global_batch_size if first else 0
-        max_steps = first.max_steps if first else 0
-        precision = first.precision if first else "?"
-        reference = convergence.load_reference(record.case, suite.scale, record.framework, precision,
-                                               gbs, max_steps)
-        describe = (f"{record.case} at {suite.scale} scale, {record.framework}, {precision}, "
-                    f"global batch {gbs}, {max_steps} steps")
+        reference = (convergence.reference_for_run(record.case, suite.scale, record.framework, first)
+                     if first else None)
+        describe = convergence.describe_run(record.case, suite.scale, record.framework, first)
         # A repeat that did not succeed is the repeats check's to judge, not a missing loss.
         loss_runs = [(i, run.losses) for i, run in enumerate(runs, 1)
                      if run.result is not None and run.result.status == "success"]

@@ -84,17 +84,15 @@ def _loss_charts(cert: Certification, evidence: dict[str, list[RunEvidence]]) ->
             blocks.append(Paragraph(f"{record.label}: not run ({record.refused or 'no repeat ran'})."))
             continue
         series = []
-        gbs = steps = precision = None
+        last_result = None
         for index, run in enumerate(evidence.get(record.label, []), 1):
             if run.result is not None:
-                result = run.result
-                gbs, steps, precision = result.global_batch_size, result.max_steps, result.precision
+                last_result = run.result
             if run.losses:
                 series.append(Series(f"repeat {index}", [(float(s), l) for s, l in run.losses],
                                      color=PALETTE[index % len(PALETTE)], markers=False))
-        reference = (convergence.load_reference(record.case, cert.scale, record.framework, precision,
-                                                gbs, steps)
-                     if gbs is not None else None)
+        reference = (convergence.reference_for_run(record.case, cert.scale, record.framework, last_result)
+                     if last_result is not None else None)
         caption = "no reference band recorded" if reference is None else (
             f"band from {len(reference.seeds)} seeds on {reference.recorded_on}; windowed mean of "
             f"{reference.window} steps at each checkpoint")
