@@ -16,7 +16,7 @@ BERT_IMMUTABLE = frozenset({
 # Run-time knobs only: never the measurement window (harness.measurement_window).
 BERT_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc",
-    "recompute", "amp_level", "compile",
+    "recompute", "amp_level", "compile", "compile_mode", "grad_allreduce",
 })
 
 # Same code path on a laptop CPU: two small layers, the real sequence length and masking.
@@ -49,6 +49,8 @@ def bert_base_seq128() -> CaseSpec:
             "adam_beta1": 0.9, "adam_beta2": 0.999, "grad_clip": 1.0, "recompute": False,
             "compile": False,  # PyTorch: torch.compile the model and loss (one graph per shape)
             "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
+            "compile_mode": "default",  # PyTorch: torch.compile's mode; reduce-overhead: CUDA graphs
+            "grad_allreduce": "fp32",  # PyTorch DDP: the gradients' wire precision (fp32, fp16, bf16)
             "num_samples": 16384, "log_interval": 1,
         },
         smoke=BERT_SMOKE,

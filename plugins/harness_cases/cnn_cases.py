@@ -13,7 +13,7 @@ CNN_IMMUTABLE = frozenset({"image_size", "num_classes", "width_multiplier"})
 # Run-time knobs only: never the measurement window (harness.measurement_window).
 CNN_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc",
-    "channels_last", "amp_level", "compile",
+    "channels_last", "amp_level", "compile", "compile_mode", "grad_allreduce",
 })
 
 # Laptop-CPU preset: small images and few classes, the real network and optimizer.
@@ -78,6 +78,8 @@ def cnn_case(name: str) -> CaseSpec:
             "num_samples": 2048, "channels_last": False, "log_interval": 1,
             "compile": False,  # PyTorch: torch.compile the model (one graph for the fixed batch shape)
             "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
+            "compile_mode": "default",  # PyTorch: torch.compile's mode; reduce-overhead: CUDA graphs
+            "grad_allreduce": "fp32",  # PyTorch DDP: the gradients' wire precision (fp32, fp16, bf16)
         },
         smoke={**CNN_SMOKE, "learning_rate": smoke_lr, "micro_batch_size": smoke_batch},
         # The smoke CNNs amplify a perturbation of the weights about a hundredfold per step

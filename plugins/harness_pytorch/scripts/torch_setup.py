@@ -161,6 +161,53 @@ def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScale
     return grad_norm
 
 
+#: torch.compile's modes (the case parameter ``compile_mode``). "reduce-overhead" replays each
+#: compiled graph as a CUDA graph: one launch for a step's hundreds of kernels, for steps whose
+#: host launches outlast the device's work.
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compiled(module: torch.nn.Module, params: dict) -> torch.nn.Module:
+    """``module`` through torch.compile in the case's ``compile_mode`` when ``compile`` is set;
+    ``module`` itself otherwise."""
+    if not params.get("compile"):
+        return module
+    mode = params.get("compile_mode", "default")
+    if mode not in COMPILE_MODES:
+        fail(f"compile_mode {mode!r} is not one of {', '.join(COMPILE_MODES)}")
+    return torch.compile(module, mode=None if mode == "default" else mode)
+
+
+#: The gradient all-reduce's wire precision (the case parameter ``grad_allreduce``): fp32 as the
+#: gradients are kept, or compressed to half precision for the transfer and restored after it.
+GRAD_ALLREDUCE = ("fp32", "fp16", "bf16")
+
+
+def data_parallel(module: torch.nn.Module, runtime: Runtime, grad_allreduce: str = "fp32",
+                  **ddp_options) -> torch.nn.Module:
+    """``module`` wrapped in DistributedDataParallel, its gradients all-reduced in
+    ``grad_allreduce``: "fp16"/"bf16" halve the bytes on the wire as NGC's BERT recipe does
+    (``allreduce_post_accumulation_fp16``); the optimizer still sees fp32 gradients."""
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    if grad_allreduce not in GRAD_ALLREDUCE:
+        fail(f"grad_allreduce {grad_allreduce!r} is not one of {', '.join(GRAD_ALLREDUCE)}")
+    if isinstance(module, torch._dynamo.eval_frame.OptimizedModule):
+        # A compiled module's backward is one graph (one CUDA graph under reduce-overhead): its
+        # gradients are all ready at its end, so buckets cannot overlap it and each only adds a
+        # launch. One bucket and a static graph (the reducer's bookkeeping done once) took BERT
+        # on 2 H200s from 58.6% to 83.1% of one GPU's rate a GPU, ResNet-50 from 83.5% to 88.7%.
+        size_mb = sum(q.numel() * q.element_size() for q in module.parameters()) / 2**20
+        ddp_options = {"bucket_cap_mb": size_mb + 1, "static_graph": True, **ddp_options}
+    wrapped = DDP(module, device_ids=runtime.ddp_device_ids(), **ddp_options)
+    if grad_allreduce != "fp32":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        hook = {"fp16": default_hooks.fp16_compress_hook, "bf16": default_hooks.bf16_compress_hook}
+        wrapped.register_comm_hook(state=None, hook=hook[grad_allreduce])
+    return wrapped
+
+
 def mean_over_ranks(value: torch.Tensor, world: int) -> float:
     """The mean of this rank's scalar ``value`` over the ``world`` ranks, as a float (collective
     when there are several ranks; waits for the device's queued work)."""

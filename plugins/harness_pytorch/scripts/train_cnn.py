@@ -26,7 +26,8 @@ from lr_schedule import lr_at
 from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import finish_training, mean_over_ranks, optimizer_step, run_and_exit, start_training
+from torch_setup import (compiled, data_parallel, finish_training, mean_over_ranks, optimizer_step, run_and_exit,
+                         start_training)
 from image_records import MEAN, STD, ImageRecords, augmentation_rng, equivalence_batches
 from equivalence import Equivalence, positional_names
 import torch_equivalence
@@ -121,12 +122,9 @@ def main() -> int:
     # steps on an H100; in fp32 it was no faster.
     optimizer = torch.optim.SGD(model.parameters(), lr=p["learning_rate"], momentum=p["momentum"],
                                 weight_decay=p["weight_decay"])
+    forward = compiled(model, p)
     if world > 1:
-        from torch.nn.parallel import DistributedDataParallel as DDP
-
-        model = DDP(model, device_ids=runtime.ddp_device_ids())
-    # Compiled around the DDP wrapper, as train_bert.py does; no_sync stays on the wrapper.
-    forward = torch.compile(model) if p.get("compile") else model
+        forward = data_parallel(forward, runtime, p.get("grad_allreduce", "fp32"), gradient_as_bucket_view=True)
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = RecordBatches(args.data, s["seed"] + rank)
@@ -216,7 +214,7 @@ def main() -> int:
             images = normalise(images.to(device, non_blocking=True)).contiguous(memory_format=memory_format)
             labels = labels.to(device, non_blocking=True)
             data_time += time.perf_counter() - read
-            sync = nullcontext() if micro == accum - 1 or world == 1 else model.no_sync()
+            sync = nullcontext() if micro == accum - 1 or world == 1 else forward.no_sync()
             with sync, autocast:
                 loss = F.cross_entropy(forward(images).to(loss_dtype), labels) / accum
             scaler.scale(loss).backward()

@@ -164,3 +164,75 @@ def test_mean_over_ranks_of_one_rank_is_the_value():
     from torch_setup import mean_over_ranks
 
     assert mean_over_ranks(torch.tensor(2.5), 1) == 2.5
+
+
+def test_compiled_is_the_module_itself_unless_the_case_compiles():
+    from torch_setup import compiled
+
+    module = torch.nn.Linear(2, 2)
+    assert compiled(module, {"compile": False, "compile_mode": "reduce-overhead"}) is module
+    assert isinstance(compiled(module, {"compile": True}), torch._dynamo.eval_frame.OptimizedModule)
+
+
+def test_compiled_refuses_a_mode_torch_compile_lacks(capsys):
+    from torch_setup import compiled
+
+    with pytest.raises(SystemExit) as exit_info:
+        compiled(torch.nn.Linear(2, 2), {"compile": True, "compile_mode": "fastest"})
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().out.strip() == (
+        "error: compile_mode 'fastest' is not one of default, reduce-overhead, max-autotune, "
+        "max-autotune-no-cudagraphs")
+
+
+def _data_parallel_on_rank(rank: int, store_path: str, results) -> None:
+    import torch.distributed as dist
+
+    from torch_setup import Runtime, data_parallel
+
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", world_size=2, rank=rank)
+    runtime = Runtime(device=torch.device("cpu"), world=2, rank=rank, device_name="cpu", dedicated=False,
+                      precisions=frozenset({"fp32"}), peak_memory_source="process_rss")
+    out = {}
+    for wire in ("fp32", "bf16"):
+        layer = torch.nn.Linear(1, 1, bias=False)
+        torch.nn.init.ones_(layer.weight)
+        wrapped = data_parallel(layer, runtime, wire)
+        # d(sum(w * x))/dw = x: rank 0's gradient 1, rank 1's 1 + 2^-10, which bf16 cannot hold
+        wrapped(torch.tensor([[1.0 + rank * 2.0 ** -10]])).sum().backward()
+        out[wire] = layer.weight.grad.item()
+    eager = data_parallel(torch.nn.Linear(4, 4), runtime)
+    graph = data_parallel(torch.compile(torch.nn.Linear(4, 4)), runtime)
+    out["eager"] = (eager.static_graph, eager.bucket_bytes_cap)
+    out["compiled"] = (graph.static_graph, graph.bucket_bytes_cap)
+    results.put((rank, out))
+    dist.destroy_process_group()
+
+
+def test_data_parallel_averages_on_the_wire_precision_and_gives_a_compiled_module_one_bucket(tmp_path):
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    results = context.Queue()
+    ranks = [context.Process(target=_data_parallel_on_rank, args=(rank, str(tmp_path / "store"), results))
+             for rank in range(2)]
+    for process in ranks:
+        process.start()
+    outs = dict(results.get(timeout=120) for _ in ranks)
+    for process in ranks:
+        process.join(timeout=60)
+    for out in outs.values():
+        assert out["fp32"] == 1.0 + 2.0 ** -11  # the exact mean
+        assert out["bf16"] == 1.0  # each gradient rounded to bf16 (8 bits) before the sum
+        assert out["eager"] == (False, 25 * 2**20)  # DDP's default buckets overlap an eager backward
+        static_graph, cap = out["compiled"]
+        assert static_graph and cap >= (4 * 4 + 4) * 4  # every gradient in one bucket
+
+
+def test_data_parallel_refuses_an_unknown_wire_precision(capsys):
+    from torch_setup import data_parallel
+
+    with pytest.raises(SystemExit) as exit_info:
+        data_parallel(torch.nn.Linear(2, 2), runtime(dedicated=False), "int8")
+    assert exit_info.value.code == 2
+    assert "grad_allreduce 'int8' is not one of fp32, fp16, bf16" in capsys.readouterr().out
