@@ -55,3 +55,15 @@ def test_mobilenet_v1_compiled_smoke(harness_cli, framework_cache, tmp_path, mon
     assert "channels-last False, compile True" in log
     assert compiled["loss_first"] == pytest.approx(eager.loss_first, rel=1e-4)
     assert compiled["loss_final"] < compiled["loss_first"]
+
+
+def test_mobilenet_v1_compiled_data_parallel_accumulates(harness_cli):
+    """A compiled model under DDP on 2 processes with 2 micro-batches a step: DDP gets one
+    bucket, and no static graph because the first micro-batch runs under ``no_sync`` (a static
+    graph there failed torch's reducer with an internal assert on the second step)."""
+    result = smoke_result(harness_cli, "--case", "mobilenet_v1", "--framework", "pytorch", "--nproc", "2",
+                          "--max-steps", "8", "--set", "skip_steps=2", "--set", "compile=true",
+                          "--set", "grad_accum_steps=2")
+    assert result["status"] == "success" and result["steps_completed"] == 8, result["failure_reason"]
+    assert result["readback"]["compile"] is True and result["readback"]["grad_accum_steps"] == 2
+    assert result["readback"]["world_size"] == 2

@@ -145,18 +145,25 @@ def _mean_on_rank(rank: int, store_path: str, results) -> None:
     dist.destroy_process_group()
 
 
-def test_mean_over_ranks_averages_across_ranks(tmp_path):
+def on_two_ranks(target, tmp_path: Path) -> dict:
+    """``target(rank, store_path, results)`` in two spawned processes (a gloo group through a
+    file store); what each put on ``results`` as (rank, value), by rank."""
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
     results = context.Queue()
-    ranks = [context.Process(target=_mean_on_rank, args=(rank, str(tmp_path / "store"), results))
+    ranks = [context.Process(target=target, args=(rank, str(tmp_path / "store"), results))
              for rank in range(2)]
     for process in ranks:
         process.start()
-    means = dict(results.get(timeout=60) for _ in ranks)
+    values = dict(results.get(timeout=120) for _ in ranks)
     for process in ranks:
         process.join(timeout=60)
+    return values
+
+
+def test_mean_over_ranks_averages_across_ranks(tmp_path):
+    means = on_two_ranks(_mean_on_rank, tmp_path)
     assert means == {0: 3.0, 1: 3.0}  # (1 + 5) / 2 on both
 
 
@@ -205,28 +212,20 @@ def _data_parallel_on_rank(rank: int, store_path: str, results) -> None:
     graph = data_parallel(torch.compile(torch.nn.Linear(4, 4)), runtime)
     out["eager"] = (eager.static_graph, eager.bucket_bytes_cap)
     out["compiled"] = (graph.static_graph, graph.bucket_bytes_cap)
+    accumulating = data_parallel(torch.compile(torch.nn.Linear(4, 4)), runtime, micro_batches=2)
+    out["accumulating"] = accumulating.static_graph
     results.put((rank, out))
     dist.destroy_process_group()
 
 
 def test_data_parallel_averages_on_the_wire_precision_and_gives_a_compiled_module_one_bucket(tmp_path):
-    import multiprocessing
-
-    context = multiprocessing.get_context("spawn")
-    results = context.Queue()
-    ranks = [context.Process(target=_data_parallel_on_rank, args=(rank, str(tmp_path / "store"), results))
-             for rank in range(2)]
-    for process in ranks:
-        process.start()
-    outs = dict(results.get(timeout=120) for _ in ranks)
-    for process in ranks:
-        process.join(timeout=60)
-    for out in outs.values():
+    for out in on_two_ranks(_data_parallel_on_rank, tmp_path).values():
         assert out["fp32"] == 1.0 + 2.0 ** -11  # the exact mean
         assert out["bf16"] == 1.0  # each gradient rounded to bf16 (8 bits) before the sum
         assert out["eager"] == (False, 25 * 2**20)  # DDP's default buckets overlap an eager backward
         static_graph, cap = out["compiled"]
         assert static_graph and cap >= (4 * 4 + 4) * 4  # every gradient in one bucket
+        assert out["accumulating"] is False  # no_sync fails on a static graph
 
 
 def test_data_parallel_refuses_an_unknown_wire_precision(capsys):
