@@ -159,9 +159,12 @@ def memory_fields(device: str) -> str:
     return ""
 
 
-def finish(rt: Runtime) -> None:
+def finish(rt: Runtime, data=None) -> None:
     """Rank 0's last lines: on hosts without a device allocator the process's peak memory
-    (on GPUs the step lines carry the allocator's figures, ``memory_fields``), then the end."""
+    (on GPUs the step lines carry the allocator's figures, ``memory_fields``), then the end.
+    ``data``: the run's batches, closed first when they are a loader's (``ShuffledBatches``)."""
+    if isinstance(data, ShuffledBatches):
+        data.close()
     if rt.rank == 0:
         if rt.device != "gpu":
             log("> " + memory_line(process_peak_rss_mb(), "process max RSS, rank 0"))
@@ -239,6 +242,19 @@ class ShuffledBatches:
         epoch, index = divmod(self.count, self.batches_per_epoch)
         self.count += 1
         return epoch, index, next(self.batches)
+
+    def close(self) -> None:
+        """Stop the loader's workers and the thread that feeds its queue now, while the
+        interpreter is whole. Left to the interpreter's exit, that daemon thread can still be
+        filling the queue when the C++ runtime goes, which aborts the finished process
+        ("terminate called without an active exception", SIGABRT; Paddle's own dataloader_iter
+        notes it). ``_try_shutdown_all`` is what the iterator's ``__del__`` calls."""
+        shutdown = getattr(self.batches, "_try_shutdown_all", None)
+        if shutdown is not None:
+            shutdown()
+        thread = getattr(self.batches, "_thread", None)
+        if thread is not None:
+            thread.join(timeout=10)
 
 
 def shuffled_batches(rt: Runtime, dataset, batch_size: int, workers: int,

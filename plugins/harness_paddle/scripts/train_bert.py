@@ -126,7 +126,7 @@ def main() -> int:
             meter.reset()
     if equivalence is not None:
         equivalence.finish(paddle_equivalence.state_arrays(model, names))
-    finish(rt)
+    finish(rt, data)
     return 0
 
 

@@ -198,7 +198,7 @@ def main() -> int:
             top1 = top5 = 0.0
     if equivalence is not None:
         equivalence.finish(paddle_equivalence.state_arrays(model, rename))
-    finish(rt)
+    finish(rt, data)
     return 0
 
 

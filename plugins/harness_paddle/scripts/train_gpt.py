@@ -142,7 +142,7 @@ def main() -> int:
             meter.reset()
     if equivalence is not None:
         equivalence.finish(paddle_equivalence.state_arrays(model))
-    finish(rt)
+    finish(rt, data)
     return 0
 
 

@@ -40,7 +40,15 @@ rows = []
 for _ in range(4 * 3):
     epoch, index, batch = next(data)
     rows += [[epoch, index, *map(int, sample)] for sample in batch.numpy()]
-print(json.dumps(rows))
+data.close()
+alive = []
+for pid in {row[-1] for row in rows}:
+    try:
+        os.kill(pid, 0)
+        alive.append(pid)
+    except ProcessLookupError:
+        pass
+print(json.dumps({"rows": rows, "alive_after_close": alive}))
 """
 
 
@@ -59,10 +67,13 @@ def _run_probe(mode: str) -> subprocess.CompletedProcess:
 
 
 def _probe(mode: str) -> list[list[int]]:
-    """Rows (epoch, batch index, key epoch or -1, sample index, worker pid) of 4 epochs."""
+    """Rows (epoch, batch index, key epoch or -1, sample index, worker pid) of 4 epochs; the
+    workers must be gone once the batches are closed."""
     proc = _run_probe(mode)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["alive_after_close"] == [], "loader workers outlived ShuffledBatches.close()"
+    return out["rows"]
 
 
 @pytest.fixture(scope="module")
