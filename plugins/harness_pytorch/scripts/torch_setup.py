@@ -161,8 +161,14 @@ def optimizer_step(optimizer: torch.optim.Optimizer, scaler: torch.amp.GradScale
     return grad_norm
 
 
+def fused_optimizer_kernels(device: torch.device) -> bool:
+    """Whether torch's fused optimizer kernels serve ``device``: an accelerator's, not the CPU's
+    (the CPU runs, the equivalence check among them, keep the reference for-each update)."""
+    return device.type != "cpu"
+
+
 #: torch.compile's modes (the case parameter ``compile_mode``). "reduce-overhead" replays each
-#: compiled graph as a CUDA graph: one launch for a step's hundreds of kernels, for steps whose
+#: compiled graph as a CUDA graph: one launch for all of a graph's kernels, for steps whose
 #: host launches outlast the device's work.
 COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 
@@ -184,15 +190,17 @@ GRAD_ALLREDUCE = ("fp32", "fp16", "bf16")
 
 
 def data_parallel(module: torch.nn.Module, runtime: Runtime, grad_allreduce: str = "fp32",
-                  micro_batches: int = 1, **ddp_options) -> torch.nn.Module:
-    """``module`` wrapped in DistributedDataParallel, its gradients all-reduced in
-    ``grad_allreduce``: "fp16"/"bf16" halve the bytes on the wire as NGC's BERT recipe does
+                  micro_batches: int = 1) -> torch.nn.Module:
+    """``module`` wrapped in DistributedDataParallel, its gradients living in the all-reduce
+    buckets (no extra copy of every gradient) and all-reduced in ``grad_allreduce``:
+    "fp16"/"bf16" halve the bytes on the wire as NGC's BERT recipe does
     (``allreduce_post_accumulation_fp16``); the optimizer still sees fp32 gradients.
     ``micro_batches``: backward passes a step, all but the last under ``no_sync``."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     if grad_allreduce not in GRAD_ALLREDUCE:
         fail(f"grad_allreduce {grad_allreduce!r} is not one of {', '.join(GRAD_ALLREDUCE)}")
+    options = {"gradient_as_bucket_view": True}
     if isinstance(module, torch._dynamo.eval_frame.OptimizedModule):
         # A compiled module's backward is one graph (one CUDA graph under reduce-overhead): its
         # gradients are all ready at its end, so buckets cannot overlap it and each only adds a
@@ -201,8 +209,8 @@ def data_parallel(module: torch.nn.Module, runtime: Runtime, grad_allreduce: str
         # A static graph fails under no_sync (seen with torch 2.14: an "expect_autograd_hooks_"
         # internal assert on the micro-batch after one without), so accumulation keeps it off.
         size_mb = sum(q.numel() * q.element_size() for q in module.parameters()) / 2**20
-        ddp_options = {"bucket_cap_mb": size_mb + 1, "static_graph": micro_batches == 1, **ddp_options}
-    wrapped = DDP(module, device_ids=runtime.ddp_device_ids(), **ddp_options)
+        options.update(bucket_cap_mb=size_mb + 1, static_graph=micro_batches == 1)
+    wrapped = DDP(module, device_ids=runtime.ddp_device_ids(), **options)
     if grad_allreduce != "fp32":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 

@@ -31,8 +31,8 @@ from lr_schedule import lr_at
 from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import (compiled, data_parallel, finish_training, mean_over_ranks, optimizer_step, run_and_exit,
-                         start_training)
+from torch_setup import (compiled, data_parallel, finish_training, fused_optimizer_kernels, mean_over_ranks,
+                         optimizer_step, run_and_exit, start_training)
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -110,13 +110,12 @@ def main() -> int:
     optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": p["weight_decay"]},
                                    {"params": no_decay, "weight_decay": 0.0}],
                                   lr=p["learning_rate"], betas=(p["adam_beta1"], p["adam_beta2"]), eps=1e-6,
-                                  fused=device.type == "cuda")
+                                  fused=fused_optimizer_kernels(device))
     step_loss_module = PretrainingLoss(model)
     step_loss_module = compiled(step_loss_module, p)
     if world > 1:
         step_loss_module = data_parallel(step_loss_module, runtime, p.get("grad_allreduce", "fp32"),
-                                         s["grad_accum_steps"],
-                                         gradient_as_bucket_view=True)
+                                         s["grad_accum_steps"])
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = HDF5Dataset(args.data)

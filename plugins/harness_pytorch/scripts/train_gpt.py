@@ -18,7 +18,8 @@ import torch.distributed as dist
 from torch.utils.data import DataLoader, DistributedSampler
 
 from gpt_dataset import GPTWindowDataset
-from torch_setup import finish_training, optimizer_step, run_and_exit, start_training
+from torch_setup import (data_parallel, finish_training, fused_optimizer_kernels, optimizer_step, run_and_exit,
+                         start_training)
 from gpt_model import GPT, weight_gradient_fusion_unavailable
 from gpt_knobs import with_knob_defaults
 from lr_schedule import lr_at, schedule_steps
@@ -50,7 +51,7 @@ def build_optimizer(model: torch.nn.Module, p: dict, device: torch.device):
     decay, no_decay = split_weight_decay(model)
     groups = [{"params": decay, "weight_decay": p["weight_decay"]},
               {"params": no_decay, "weight_decay": 0.0}]
-    fused = bool(p["fused_optimizer"]) and device.type != "cpu"  # the accelerator's fused kernel
+    fused = bool(p["fused_optimizer"]) and fused_optimizer_kernels(device)
     return torch.optim.AdamW(groups, lr=p["learning_rate"], betas=(p["adam_beta1"], p["adam_beta2"]),
                              eps=1e-8, fused=fused)
 
@@ -77,10 +78,7 @@ def wrap_parallel(model: torch.nn.Module, p: dict, runtime, precision: str):
         fully_shard(model, reshard_after_forward=reshard, mp_policy=mp)
         return model, f"fsdp2 (sharding stage {stage})"
     if world > 1:
-        from torch.nn.parallel import DistributedDataParallel as DDP
-
-        # Gradients live in the all-reduce buckets: no extra copy of every gradient.
-        return DDP(model, device_ids=runtime.ddp_device_ids(), gradient_as_bucket_view=True), "ddp"
+        return data_parallel(model, runtime), "ddp"
     return model, "single"
 
 
@@ -169,7 +167,7 @@ def main() -> int:
             from master_weights import DeviceMasterAdamW
 
             flat_optimizer = DeviceMasterAdamW(
-                decay, no_decay, fused=bool(p["fused_optimizer"]) and device.type != "cpu", **options)
+                decay, no_decay, fused=bool(p["fused_optimizer"]) and fused_optimizer_kernels(device), **options)
         if master_weights == "model":
             # The residual stream in fp32, as the embeddings of an fp32 model give it, so that
             # offloading does not change the arithmetic of the configured in-device run;
