@@ -4,8 +4,9 @@
 plugin's and the Megatron-core plugin's; torch only) profile steps a to b
 and print, as ``> profile:`` lines, the wall time of those steps beside the device's kernel time
 (their difference is time the device sat idle: the host launching, waiting for data or
-synchronising), the kernel time per category and the top kernels. Nothing in a result
-depends on it.
+synchronising), the kernel time per category and the top kernels, and the host operations
+that took the most of the host's own time (where a host-bound step's time goes). Nothing in a
+result depends on it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ PROFILE_ENV = "HARNESS_PROFILE_STEPS"
 # Kernels listed by name, longest first: enough to account for a GPT step's distinct GEMMs,
 # attention and fused kernels of both frameworks.
 TOP_KERNELS = 25
+# Host operations listed by their self time (excluding the operations they call), longest first.
+TOP_HOST_OPS = 15
 # Kernel-name fragments -> category, first match wins (cuBLAS/CUTLASS GEMMs on Hopper are
 # nvjet/sm90 kernels; flash and cuDNN attention kernels carry these names). cuDNN's batch norm
 # and convolutions (implicit GEMMs, dgrad/wgrad) come before the cuDNN and GEMM fragments.
@@ -71,6 +74,21 @@ def kernel_breakdown(events, steps: int, wall_s: float | None = None) -> list[st
     return lines
 
 
+def host_breakdown(events, steps: int) -> list[str]:
+    """The ``> profile:`` lines of the host operations (``key_averages()`` events) that took the
+    most self time on the host per step over ``steps`` steps: framework operators, launches,
+    synchronisations, Python-level named ranges."""
+    ops = [(getattr(event, "self_cpu_time_total", 0.0), event.key) for event in events
+           if event.device_type.name == "CPU" and getattr(event, "self_cpu_time_total", 0.0) > 0]
+    if not ops:
+        return []
+    lines = [f"> profile: host self time per step {sum(us for us, _ in ops) / steps / 1000:.1f} ms"
+             " (all host operations the profiler saw)"]
+    for us, name in sorted(ops, reverse=True)[:TOP_HOST_OPS]:
+        lines.append(f">   host {us / steps / 1000:8.2f} ms  {name[:110]}")
+    return lines
+
+
 class StepProfiler:
     """Profiles the window's steps: call ``begin(step)`` at a step's start and ``end(step)``
     after the step has synchronised with the device; prints through ``log``."""
@@ -100,6 +118,7 @@ class StepProfiler:
         wall = time.perf_counter() - self._started
         self._profiler.__exit__(None, None, None)
         steps = self.window[1] - self.window[0] + 1
-        for line in kernel_breakdown(self._profiler.key_averages(), steps, wall):
+        events = self._profiler.key_averages()
+        for line in kernel_breakdown(events, steps, wall) + host_breakdown(events, steps):
             self.log(line)
         self._profiler = None

@@ -12,7 +12,7 @@ from harness_cases.shared_scripts import SHARED_SCRIPTS_DIR  # noqa: E402
 
 if str(SHARED_SCRIPTS_DIR) not in sys.path:
     sys.path.insert(0, str(SHARED_SCRIPTS_DIR))
-from step_profile import StepProfiler, kernel_breakdown, profile_window  # noqa: E402
+from step_profile import StepProfiler, host_breakdown, kernel_breakdown, profile_window  # noqa: E402
 
 
 def event(key: str, us: float, annotation: bool = False) -> SimpleNamespace:
@@ -91,3 +91,31 @@ def test_eager_kernels_of_an_uncompiled_framework_have_their_own_categories():
     assert "0.5 ms" in categories["optimizer"]
     assert "0.3 ms" in categories["fused elementwise (compiled)"]
     assert "0.2 ms" in categories["attention"] and "convolution" not in categories  # cuDNN SDPA's helper
+
+
+def host_event(key: str, self_us: float) -> SimpleNamespace:
+    """A profiler ``key_averages()`` entry of a host operation."""
+    return SimpleNamespace(key=key, self_cpu_time_total=self_us, device_time_total=0.0,
+                           device_type=SimpleNamespace(name="CPU"), is_user_annotation=False)
+
+
+def test_host_operations_by_self_time_per_step():
+    lines = host_breakdown([host_event("cudaGraphLaunch", 400.0), host_event("aten::copy_", 2000.0),
+                            event("nvjet_sm90_tst_128x256", 3000.0)], steps=2)
+    assert lines[0].startswith("> profile: host self time per step 1.2 ms")
+    assert lines[1].endswith("aten::copy_") and "1.00 ms" in lines[1]  # longest first, per step
+    assert lines[2].endswith("cudaGraphLaunch") and "0.20 ms" in lines[2]
+    assert len(lines) == 3  # device kernels are not host operations
+    assert host_breakdown([event("nvjet_sm90_tst_128x256", 3000.0)], steps=1) == []
+
+
+def test_a_real_profile_lists_host_operations():
+    lines: list[str] = []
+    profiler = StepProfiler(0, "cpu", lines.append, environ={"HARNESS_PROFILE_STEPS": "1-2"})
+    x = torch.randn(64, 64)
+    for step in range(1, 3):
+        profiler.begin(step)
+        (x @ x).sum().item()
+        profiler.end(step)
+    assert any(line.startswith("> profile: host self time per step") for line in lines)
+    assert any("aten::mm" in line for line in lines if line.startswith(">   host"))

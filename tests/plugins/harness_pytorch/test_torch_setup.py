@@ -214,6 +214,11 @@ def _data_parallel_on_rank(rank: int, store_path: str, results) -> None:
     out["compiled"] = (graph.static_graph, graph.bucket_bytes_cap)
     accumulating = data_parallel(torch.compile(torch.nn.Linear(4, 4)), runtime, micro_batches=2)
     out["accumulating"] = accumulating.static_graph
+    norm = torch.nn.BatchNorm1d(2)
+    with_buffers = data_parallel(norm, runtime)
+    for _ in range(2):  # each rank's batch statistics differ
+        with_buffers(torch.randn(64, 2) + rank * 10)
+    out["running_mean"] = norm.running_mean.tolist()
     results.put((rank, out))
     dist.destroy_process_group()
 
@@ -226,6 +231,14 @@ def test_data_parallel_averages_on_the_wire_precision_and_gives_a_compiled_modul
         static_graph, cap = out["compiled"]
         assert static_graph and cap >= (4 * 4 + 4) * 4  # every gradient in one bucket
         assert out["accumulating"] is False  # no_sync fails on a static graph
+
+
+def test_data_parallel_leaves_each_rank_its_own_buffers(tmp_path):
+    means = {rank: out["running_mean"] for rank, out in on_two_ranks(_data_parallel_on_rank, tmp_path).items()}
+    # Rank 1's batches have mean 10, rank 0's 0; the running mean moves 0.1 of the way a batch.
+    # Its own after two batches: 0.1 * 10 = 1, then 0.9 * 1 + 1 = 1.9. DDP's default would have
+    # copied rank 0's (about 0) over it before the second: 0.9 * 0 + 1 = 1.
+    assert all(abs(m) < 0.2 for m in means[0]) and all(abs(m - 1.9) < 0.2 for m in means[1])
 
 
 def test_data_parallel_refuses_an_unknown_wire_precision(capsys):
