@@ -204,8 +204,9 @@ def data_parallel(module: torch.nn.Module, runtime: Runtime, grad_allreduce: str
     # Buffers are not broadcast from rank 0 before every forward (DDP's default): the cases'
     # buffers are constants every rank builds alike (BERT's position ids) or batch-norm running
     # statistics, which only evaluation reads and the timed loop never evaluates. Broadcasting
-    # ResNet-50's 161 of them cost a collective and a copy per buffer every step: on 4 H200s it
-    # kept 85.6% of one GPU's rate a GPU with them, 93.6% without (BERT 78.6% and 83.4%).
+    # ResNet-50's 159 cost the host 1.4 ms of DDP's forward and about 1.7 ms of copies a step
+    # (profiled on 2 H200s); on 4 H200s it kept 85.6% of one GPU's rate a GPU with the
+    # broadcast, 93.6% without (BERT 78.6% and 83.4%).
     options = {"gradient_as_bucket_view": True, "broadcast_buffers": False}
     if isinstance(module, torch._dynamo.eval_frame.OptimizedModule):
         # A compiled module's backward is one graph (one CUDA graph under reduce-overhead): its

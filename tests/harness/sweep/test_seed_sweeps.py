@@ -88,3 +88,18 @@ def test_mobilenet_gluoncv_logs():
     points = _points("mobilenet_v1_gluoncv.toml")
     assert [(p.case, p.framework, p.nproc, p.precision, p.micro_batch_size) for p in points] == [
         ("mobilenet_v1", "mxnet", 1, "fp32", 64), ("mobilenet_v1", "mxnet", 8, "fp32", 64)]
+
+
+def test_weak_scaling_keeps_the_micro_batch_per_gpu_over_1_2_and_4_gpus():
+    points = _points("weak_scaling_gpu.toml")
+    by_case: dict[str, list] = {}
+    for p in points:
+        by_case.setdefault(p.case, []).append(p)
+    assert set(by_case) == {"gpt3_1.3B", "bert_base_seq128", "resnet50"}
+    for case, series in by_case.items():
+        assert [p.nproc for p in series] == [1, 2, 4], case  # one after another, 1 GPU first
+        assert len({(p.micro_batch_size, p.precision, p.max_steps, p.set) for p in series}) == 1, case
+    gpt = by_case["gpt3_1.3B"]
+    # the vendor's 4-GPU GPT layout (FSDP2 stage 1) is a hardware config; 1 and 2 GPUs use DDP
+    assert [p.hardware_config for p in gpt] == [None, None, "config_TP1PP1SH1SP4H200x1x4"]
+    assert dict(gpt[0].set)["grad_accum_steps"] == 1  # weak scaling: no accumulation to hide it
