@@ -17,6 +17,7 @@ BERT_IMMUTABLE = frozenset({
 BERT_VENDOR_OVERRIDABLE = frozenset({
     "precision", "micro_batch_size", "grad_accum_steps", "nproc",
     "recompute", "amp_level", "compile", "compile_mode", "grad_allreduce",
+    "grad_sync",
 })
 
 # Same code path on a laptop CPU: two small layers, the real sequence length and masking.
@@ -51,6 +52,7 @@ def bert_base_seq128() -> CaseSpec:
             "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
             "compile_mode": "default",  # PyTorch: torch.compile's mode; reduce-overhead: CUDA graphs
             "grad_allreduce": "fp32",  # PyTorch DDP: the gradients' wire precision (fp32, fp16, bf16)
+            "grad_sync": "ddp",  # PyTorch data parallel: ddp (DDP's buckets) or flat (one all-reduce)
             "num_samples": 16384, "log_interval": 1,
         },
         smoke=BERT_SMOKE,

@@ -13,6 +13,7 @@ import importlib
 import json
 import os
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Callable
@@ -189,18 +190,109 @@ def compiled(module: torch.nn.Module, params: dict) -> torch.nn.Module:
 GRAD_ALLREDUCE = ("fp32", "fp16", "bf16")
 
 
+#: How data parallel averages the gradients over the ranks (the case parameter ``grad_sync``):
+#: "ddp", DistributedDataParallel's all-reduce of each bucket from autograd hooks as its
+#: gradients become ready; "flat", one all-reduce of all gradients in one flat buffer after the
+#: backward has finished (``FlatGradientSync``).
+GRAD_SYNCS = ("ddp", "flat")
+
+
+def _storage_order_view(tensor: torch.Tensor) -> torch.Tensor | None:
+    """``tensor`` as a 1-D view of its elements in the order they lie in memory, when it is
+    dense in some dimension order (contiguous, channels-last, ...); None otherwise."""
+    order = sorted(range(tensor.dim()), key=lambda d: -tensor.stride(d))
+    permuted = tensor.permute(order)
+    return permuted.view(-1) if permuted.is_contiguous() else None
+
+
+class FlatGradientSync(torch.nn.Module):
+    """Data parallel for a module whose backward produces every gradient at its end (a compiled
+    module: one graph, one CUDA graph under reduce-overhead), so that nothing can overlap the
+    all-reduce anyway. After the backward of each forward outside ``no_sync`` the gradients are
+    gathered into one flat buffer, all-reduced once, averaged and copied back: a few launches
+    from the host a step, where DDP's reducer scales and copies each gradient tensor into its
+    bucket from a hook per tensor. Every rank starts from rank 0's parameters, as under DDP;
+    buffers stay each rank's own (``data_parallel``)."""
+
+    def __init__(self, module: torch.nn.Module, world: int, wire_dtype: torch.dtype | None):
+        super().__init__()
+        self.module = module
+        self.world = world
+        self.wire_dtype = wire_dtype
+        self._sync = True
+        self._params = [q for q in module.parameters() if q.requires_grad]
+        if len({q.dtype for q in self._params}) > 1:
+            fail("grad_sync flat needs the trainable parameters in one dtype; use grad_sync=ddp")
+        with torch.no_grad():
+            flat = torch.cat([q.detach().reshape(-1) for q in self._params])
+            dist.broadcast(flat, 0)
+            for q, chunk in zip(self._params, flat.split([q.numel() for q in self._params])):
+                q.copy_(chunk.view(q.shape))
+
+    def forward(self, *args, **kwargs):
+        out = self.module(*args, **kwargs)
+        if self._sync and torch.is_grad_enabled():
+            if not isinstance(out, torch.Tensor):
+                fail("grad_sync flat needs a module that returns one tensor; use grad_sync=ddp")
+            if out.requires_grad:
+                out.register_hook(self._arm)
+        return out
+
+    def _arm(self, grad: torch.Tensor) -> torch.Tensor:
+        # The hook runs as the backward starts; the queued callback when it has finished (on
+        # the stream the backward was called from, after the gradients are written).
+        torch.autograd.Variable._execution_engine.queue_callback(self._all_reduce)
+        return grad
+
+    @contextmanager
+    def no_sync(self):
+        """Forwards (and their backwards) that only accumulate, as DDP's ``no_sync``."""
+        self._sync = False
+        try:
+            yield
+        finally:
+            self._sync = True
+
+    @torch.no_grad()
+    def _all_reduce(self) -> None:
+        for q in self._params:
+            if q.grad is None:  # every rank sends the same layout
+                q.grad = torch.zeros_like(q)
+        grads = [q.grad for q in self._params]
+        views = [_storage_order_view(g) for g in grads]
+        flat = torch.cat([g.reshape(-1) if v is None else v for v, g in zip(views, grads)])
+        flat.div_(self.world)  # before a half-precision wire, so that the sum cannot overflow
+        wire = flat if self.wire_dtype is None else flat.to(self.wire_dtype)
+        dist.all_reduce(wire)
+        if wire is not flat:
+            flat.copy_(wire)
+        chunks = flat.split([g.numel() for g in grads])
+        dense = [(v, c) for v, c in zip(views, chunks) if v is not None]
+        if dense:
+            torch._foreach_copy_([v for v, _ in dense], [c for _, c in dense])
+        for v, g, c in zip(views, grads, chunks):
+            if v is None:
+                g.copy_(c.view(g.shape))
+
+
 def data_parallel(module: torch.nn.Module, runtime: Runtime, grad_allreduce: str = "fp32",
-                  micro_batches: int = 1) -> torch.nn.Module:
+                  micro_batches: int = 1, grad_sync: str = "ddp") -> torch.nn.Module:
     """``module`` wrapped in DistributedDataParallel, its gradients living in the all-reduce
     buckets (no extra copy of every gradient), its buffers left to each rank, and its
     gradients all-reduced in ``grad_allreduce``:
     "fp16"/"bf16" halve the bytes on the wire as NGC's BERT recipe does
     (``allreduce_post_accumulation_fp16``); the optimizer still sees fp32 gradients.
-    ``micro_batches``: backward passes a step, all but the last under ``no_sync``."""
+    ``micro_batches``: backward passes a step, all but the last under ``no_sync``.
+    ``grad_sync="flat"``: ``FlatGradientSync`` instead of DDP."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     if grad_allreduce not in GRAD_ALLREDUCE:
         fail(f"grad_allreduce {grad_allreduce!r} is not one of {', '.join(GRAD_ALLREDUCE)}")
+    if grad_sync not in GRAD_SYNCS:
+        fail(f"grad_sync {grad_sync!r} is not one of {', '.join(GRAD_SYNCS)}")
+    if grad_sync == "flat":
+        wire = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}[grad_allreduce]
+        return FlatGradientSync(module, runtime.world, wire)
     # Buffers are not broadcast from rank 0 before every forward (DDP's default): the cases'
     # buffers are constants every rank builds alike (BERT's position ids) or batch-norm running
     # statistics, which only evaluation reads and the timed loop never evaluates. Broadcasting

@@ -115,7 +115,7 @@ def main() -> int:
     step_loss_module = compiled(step_loss_module, p)
     if world > 1:
         step_loss_module = data_parallel(step_loss_module, runtime, p.get("grad_allreduce", "fp32"),
-                                         s["grad_accum_steps"])
+                                         s["grad_accum_steps"], p.get("grad_sync", "ddp"))
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = HDF5Dataset(args.data)

@@ -124,7 +124,8 @@ def main() -> int:
                                 weight_decay=p["weight_decay"])
     forward = compiled(model, p)
     if world > 1:
-        forward = data_parallel(forward, runtime, p.get("grad_allreduce", "fp32"), s["grad_accum_steps"])
+        forward = data_parallel(forward, runtime, p.get("grad_allreduce", "fp32"), s["grad_accum_steps"],
+                                p.get("grad_sync", "ddp"))
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = RecordBatches(args.data, s["seed"] + rank)

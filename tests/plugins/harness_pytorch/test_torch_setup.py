@@ -248,3 +248,66 @@ def test_data_parallel_refuses_an_unknown_wire_precision(capsys):
         data_parallel(torch.nn.Linear(2, 2), runtime(dedicated=False), "int8")
     assert exit_info.value.code == 2
     assert "grad_allreduce 'int8' is not one of fp32, fp16, bf16" in capsys.readouterr().out
+
+
+def test_data_parallel_refuses_an_unknown_gradient_sync(capsys):
+    from torch_setup import data_parallel
+
+    with pytest.raises(SystemExit) as exit_info:
+        data_parallel(torch.nn.Linear(2, 2), runtime(dedicated=False), grad_sync="nccl")
+    assert exit_info.value.code == 2
+    assert "grad_sync 'nccl' is not one of ddp, flat" in capsys.readouterr().out
+
+
+def _flat_sync_on_rank(rank: int, store_path: str, results) -> None:
+    import copy
+
+    import torch.distributed as dist
+
+    from torch_setup import FlatGradientSync, data_parallel
+
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", world_size=2, rank=rank)
+    runtime = Runtime(device=torch.device("cpu"), world=2, rank=rank, device_name="cpu", dedicated=False,
+                      precisions=frozenset({"fp32"}), peak_memory_source="process_rss")
+    out = {}
+    torch.manual_seed(rank)  # each rank draws other weights: the wrapper starts both from rank 0's
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.Flatten(), torch.nn.Linear(4 * 4 * 4, 2))
+    model = model.to(memory_format=torch.channels_last)  # gradients laid out channels-last too
+    wrapped = data_parallel(model, runtime, micro_batches=2, grad_sync="flat")
+    out["type"] = type(wrapped) is FlatGradientSync
+    out["weights"] = [q.detach().clone() for q in model.parameters()]
+    local = copy.deepcopy(model)  # the same start, never synchronised
+    torch.manual_seed(100 + rank)
+    batches = [torch.randn(2, 3, 6, 6).to(memory_format=torch.channels_last) for _ in range(2)]
+    with wrapped.no_sync():
+        wrapped(batches[0]).square().sum().backward()
+    local(batches[0]).square().sum().backward()
+    out["after_no_sync"] = all(torch.equal(a.grad, b.grad) for a, b in zip(model.parameters(), local.parameters()))
+    wrapped(batches[1]).square().sum().backward()
+    local(batches[1]).square().sum().backward()
+    expected = [q.grad.clone() for q in local.parameters()]
+    for grad in expected:  # the mean over the ranks of each rank's accumulated gradient
+        dist.all_reduce(grad)
+        grad /= 2
+    out["averaged"] = all(torch.allclose(q.grad, e, rtol=1e-6, atol=1e-7)
+                          for q, e in zip(model.parameters(), expected))
+    out["strides_kept"] = [q.grad.stride() for q in model.parameters()] == [q.stride() for q in model.parameters()]
+    for wire in ("fp32", "bf16"):
+        layer = torch.nn.Linear(1, 1, bias=False)
+        torch.nn.init.ones_(layer.weight)
+        # d(sum(w * x))/dw = x: rank 0's gradient 1, rank 1's 1 + 2^-10, which bf16 cannot hold
+        data_parallel(layer, runtime, wire, grad_sync="flat")(torch.tensor([[1.0 + rank * 2.0 ** -10]])).sum().backward()
+        out[wire] = layer.weight.grad.item()
+    results.put((rank, out))
+    dist.destroy_process_group()
+
+
+def test_flat_gradient_sync_averages_accumulated_gradients_in_one_all_reduce(tmp_path):
+    outs = on_two_ranks(_flat_sync_on_rank, tmp_path)
+    for out in outs.values():
+        assert out["type"]
+        assert out["after_no_sync"]  # the first micro-batch only accumulated, as under DDP's no_sync
+        assert out["averaged"] and out["strides_kept"]
+        assert out["fp32"] == 1.0 + 2.0 ** -11  # the exact mean
+        assert out["bf16"] == 1.0  # halves rounded to bf16 (8 bits) before the sum
+    assert all(torch.equal(a, b) for a, b in zip(outs[0]["weights"], outs[1]["weights"]))
