@@ -79,7 +79,8 @@ def host_breakdown(events, steps: int) -> list[str]:
     most self time on the host per step over ``steps`` steps: framework operators, launches,
     synchronisations, Python-level named ranges."""
     ops = [(getattr(event, "self_cpu_time_total", 0.0), event.key) for event in events
-           if event.device_type.name == "CPU" and getattr(event, "self_cpu_time_total", 0.0) > 0]
+           if event.device_type.name == "CPU"]
+    ops = [(us, name) for us, name in ops if us > 0]
     if not ops:
         return []
     lines = [f"> profile: host self time per step {sum(us for us, _ in ops) / steps / 1000:.1f} ms"

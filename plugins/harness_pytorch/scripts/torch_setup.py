@@ -197,12 +197,10 @@ GRAD_ALLREDUCE = ("fp32", "fp16", "bf16")
 GRAD_SYNCS = ("ddp", "flat")
 
 
-def _storage_order_view(tensor: torch.Tensor) -> torch.Tensor | None:
-    """``tensor`` as a 1-D view of its elements in the order they lie in memory, when it is
-    dense in some dimension order (contiguous, channels-last, ...); None otherwise."""
-    order = sorted(range(tensor.dim()), key=lambda d: -tensor.stride(d))
-    permuted = tensor.permute(order)
-    return permuted.view(-1) if permuted.is_contiguous() else None
+def _memory_order(tensor: torch.Tensor) -> list[int]:
+    """The dimensions of ``tensor`` from the slowest-varying in memory to the fastest: permuted so,
+    a dense tensor (contiguous, channels-last, ...) is contiguous and views as 1-D."""
+    return sorted(range(tensor.dim()), key=lambda d: -tensor.stride(d))
 
 
 class FlatGradientSync(torch.nn.Module):
@@ -212,7 +210,11 @@ class FlatGradientSync(torch.nn.Module):
     gathered into one flat buffer, all-reduced once, averaged and copied back: a few launches
     from the host a step, where DDP's reducer scales and copies each gradient tensor into its
     bucket from a hook per tensor. Every rank starts from rank 0's parameters, as under DDP;
-    buffers stay each rank's own (``data_parallel``)."""
+    buffers stay each rank's own (``data_parallel``).
+
+    Tensors are flattened in the order their elements lie in memory, worked out once per
+    parameter: autograd lays a dense parameter's gradient out as the parameter (its gradient
+    layout contract), so a channels-last weight's gradient views as 1-D without a copy."""
 
     def __init__(self, module: torch.nn.Module, world: int, wire_dtype: torch.dtype | None):
         super().__init__()
@@ -223,11 +225,26 @@ class FlatGradientSync(torch.nn.Module):
         self._params = [q for q in module.parameters() if q.requires_grad]
         if len({q.dtype for q in self._params}) > 1:
             fail("grad_sync flat needs the trainable parameters in one dtype; use grad_sync=ddp")
+        self._orders = [_memory_order(q) for q in self._params]
+        self._sizes = [q.numel() for q in self._params]
         with torch.no_grad():
-            flat = torch.cat([q.detach().reshape(-1) for q in self._params])
+            self._average(self._flat_views([q.detach() for q in self._params]), broadcast=True)
+
+    def _flat_views(self, tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+        return [t.permute(order).view(-1) for t, order in zip(tensors, self._orders)]
+
+    def _average(self, views: list[torch.Tensor], broadcast: bool = False) -> None:
+        """Rank 0's values (``broadcast``) or the mean over the ranks, written back into ``views``."""
+        flat = torch.cat(views)
+        if broadcast:
             dist.broadcast(flat, 0)
-            for q, chunk in zip(self._params, flat.split([q.numel() for q in self._params])):
-                q.copy_(chunk.view(q.shape))
+        else:
+            flat.div_(self.world)  # before a half-precision wire, so that the sum cannot overflow
+            wire = flat if self.wire_dtype is None else flat.to(self.wire_dtype)
+            dist.all_reduce(wire)
+            if wire is not flat:
+                flat.copy_(wire)
+        torch._foreach_copy_(views, list(flat.split(self._sizes)))
 
     def forward(self, *args, **kwargs):
         out = self.module(*args, **kwargs)
@@ -258,21 +275,7 @@ class FlatGradientSync(torch.nn.Module):
         for q in self._params:
             if q.grad is None:  # every rank sends the same layout
                 q.grad = torch.zeros_like(q)
-        grads = [q.grad for q in self._params]
-        views = [_storage_order_view(g) for g in grads]
-        flat = torch.cat([g.reshape(-1) if v is None else v for v, g in zip(views, grads)])
-        flat.div_(self.world)  # before a half-precision wire, so that the sum cannot overflow
-        wire = flat if self.wire_dtype is None else flat.to(self.wire_dtype)
-        dist.all_reduce(wire)
-        if wire is not flat:
-            flat.copy_(wire)
-        chunks = flat.split([g.numel() for g in grads])
-        dense = [(v, c) for v, c in zip(views, chunks) if v is not None]
-        if dense:
-            torch._foreach_copy_([v for v, _ in dense], [c for _, c in dense])
-        for v, g, c in zip(views, grads, chunks):
-            if v is None:
-                g.copy_(c.view(g.shape))
+        self._average(self._flat_views([q.grad for q in self._params]))
 
 
 def data_parallel(module: torch.nn.Module, runtime: Runtime, grad_allreduce: str = "fp32",

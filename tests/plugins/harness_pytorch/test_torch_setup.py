@@ -223,8 +223,14 @@ def _data_parallel_on_rank(rank: int, store_path: str, results) -> None:
     dist.destroy_process_group()
 
 
-def test_data_parallel_averages_on_the_wire_precision_and_gives_a_compiled_module_one_bucket(tmp_path):
-    for out in on_two_ranks(_data_parallel_on_rank, tmp_path).values():
+@pytest.fixture(scope="module")
+def data_parallel_ranks(tmp_path_factory) -> dict:
+    """What ``_data_parallel_on_rank`` found on each of two ranks (one spawn for the tests below)."""
+    return on_two_ranks(_data_parallel_on_rank, tmp_path_factory.mktemp("ddp"))
+
+
+def test_data_parallel_averages_on_the_wire_precision_and_gives_a_compiled_module_one_bucket(data_parallel_ranks):
+    for out in data_parallel_ranks.values():
         assert out["fp32"] == 1.0 + 2.0 ** -11  # the exact mean
         assert out["bf16"] == 1.0  # each gradient rounded to bf16 (8 bits) before the sum
         assert out["eager"] == (False, 25 * 2**20)  # DDP's default buckets overlap an eager backward
@@ -233,8 +239,8 @@ def test_data_parallel_averages_on_the_wire_precision_and_gives_a_compiled_modul
         assert out["accumulating"] is False  # no_sync fails on a static graph
 
 
-def test_data_parallel_leaves_each_rank_its_own_buffers(tmp_path):
-    means = {rank: out["running_mean"] for rank, out in on_two_ranks(_data_parallel_on_rank, tmp_path).items()}
+def test_data_parallel_leaves_each_rank_its_own_buffers(data_parallel_ranks):
+    means = {rank: out["running_mean"] for rank, out in data_parallel_ranks.items()}
     # Rank 1's batches have mean 10, rank 0's 0; the running mean moves 0.1 of the way a batch.
     # Its own after two batches: 0.1 * 10 = 1, then 0.9 * 1 + 1 = 1.9. DDP's default would have
     # copied rank 0's (about 0) over it before the second: 0.9 * 0 + 1 = 1.
