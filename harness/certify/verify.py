@@ -39,12 +39,16 @@ EXIT_UNSIGNED = 4
 #: Every check holds, but the signing key is neither ``--pubkey`` nor in the trust file.
 EXIT_UNKNOWN_KEY = 5
 
-#: Checks judged against the verifier's own data, the committed reference bands: a band
-#: recorded again after the bundle was made may turn the verdict with nothing in the bundle
-#: altered (BERT's GPU bands, re-recorded from 10 seeds instead of 5, passed repeats a 5-seed
-#: band had failed). A claim that differs there is a note, not tampering; the recomputed check
-#: still decides the verdict.
-JUDGED_BY_VERIFIER_DATA = frozenset({"convergence"})
+#: Checks judged against the verifier's own data, with what may have changed since the bundle
+#: was made: the committed reference bands (BERT's GPU bands, re-recorded from 10 seeds instead
+#: of 5, passed repeats a 5-seed band had failed) and the case catalog's locked values
+#: (MobileNetV1's learning rate went from 0.1 to 0.025 after a bundle was certified at 0.1).
+#: A claim that differs there is a note, not tampering; the recomputed check still decides the
+#: verdict, so such a bundle fails verification (exit 1) under the changed harness.
+JUDGED_BY_VERIFIER_DATA = {
+    "convergence": "this harness's reference band (recorded again since the bundle was made?)",
+    "rules": "this harness's case catalog (a locked value changed since the bundle was made?)",
+}
 
 
 @dataclass
@@ -141,8 +145,7 @@ def _compare_claims(claimed: Certification, evaluation) -> tuple[list[str], list
             line = (f"certification.json: check {key[0]} [{key[1] or 'all'}] claimed "
                     f"{theirs.get(key)}, recomputed {mine.get(key)}")
             if key[0] in JUDGED_BY_VERIFIER_DATA and key in mine and key in theirs:
-                notes.append(line + " against this harness's reference band (recorded again "
-                                    "since the bundle was made?)")
+                notes.append(f"{line} against {JUDGED_BY_VERIFIER_DATA[key[0]]}")
             else:
                 out.append(line)
     recomputed = {s.label: s for s in evaluation.summaries}

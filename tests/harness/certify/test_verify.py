@@ -154,6 +154,29 @@ def test_a_band_recorded_again_since_the_bundle_turns_convergence_without_tamper
     assert "claimed True, recomputed False" in out and "claim:" not in out
 
 
+def test_a_locked_value_changed_in_the_catalog_since_the_bundle_fails_rules_without_tampering(
+        capsys, monkeypatch):
+    """The rules are judged against the verifier's case catalog; a locked value changed there
+    since the bundle was made (a case's learning rate) fails the rules with nothing in the bundle
+    altered: the verdict is the recomputed one (a check fails, exit 1) and the differing claim
+    is a note, not tampering (exit 3)."""
+    from harness.certify import rules
+
+    real = rules.reference_config
+
+    def changed(*args, **kwargs):
+        reference = real(*args, **kwargs)
+        params = {**reference.params, "learning_rate": reference.params["learning_rate"] / 4}
+        return reference.model_copy(update={"params": params})
+
+    monkeypatch.setattr(rules, "reference_config", changed)
+    code, out, _ = verify(capsys, BUNDLE, "--pubkey", PUBLIC_KEY)
+    assert code == EXIT_CHECK_FAILED, out
+    assert "FAIL rules" in out and "learning_rate" in out
+    assert "note: certification.json: check rules" in out and "case catalog" in out
+    assert "claim:" not in out
+
+
 def test_a_locked_key_edited_in_a_config_fails_the_rules(tmp_path, capsys):
     """Someone who ran with another learning rate and rewrote config and result to hide it."""
     from harness.models import ResolvedConfig
