@@ -8,7 +8,8 @@ field an older result lacks is shown as "-". Four kinds of table:
 - ``runs``: ``result.json`` files of ``harness run``, one row each: case, framework, device,
   precision, layout, throughput, MFU, memory, date, harness commit, run id and the
   ``harness run`` command that resolves to the same config; optionally the same case through
-  another framework side by side, and an anchor, each with its ratio;
+  another framework side by side, and an anchor, each with its ratio, and for a run on several
+  devices its throughput a device against a one-device run of the same series (weak scaling);
 - ``parse``: JSON of ``benchmarks/bench_parse_stream.py --json-out``;
 - ``overhead``: JSON of ``benchmarks/bench_overhead.py --json``;
 - ``curves``: ``result.json`` files side by side by step, their loss curves (every
@@ -56,6 +57,9 @@ class RowSpec(BaseModel):
     result: str = Field(description="Result file, relative to the tables file's folder.")
     side_by_side: str | None = Field(None, description="The same case through another framework.")
     anchor: str | None = Field(None, description="Name of an anchor of this tables file.")
+    scaling_from: str | None = Field(
+        None, description="Weak scaling: a one-device run of the same case and micro batch (result "
+                          "file) that this row's throughput a device is set against.")
 
 
 class TableSpec(BaseModel):
@@ -104,7 +108,7 @@ def load_spec(path: Path) -> TablesSpec:
 def cited_files(spec: TablesSpec) -> set[str]:
     """Every result file the tables name (paths relative to the tables file's folder)."""
     return {name for table in spec.tables for row in table.rows
-            for name in (row.result, row.side_by_side) if name}
+            for name in (row.result, row.side_by_side, row.scaling_from) if name}
 
 
 def _read_json(folder: Path, name: str) -> dict:
@@ -213,9 +217,25 @@ def _anchor_cells(anchor: Anchor | None, result: BenchmarkResult) -> list[str]:
     return [f"{_number(anchor.value, 1 if anchor.value < 1000 else 0)} {anchor.unit}", ratio]
 
 
+def _scaling_cell(folder: Path, row: RowSpec, result: BenchmarkResult) -> str:
+    """This run's throughput a device as a share of a one-device run's (weak scaling)."""
+    if not row.scaling_from:
+        return DASH
+    base = _read_result(folder, row.scaling_from)
+    same = (base.case == result.case and world(base) == 1
+            and base.config.settings.micro_batch_size == result.config.settings.micro_batch_size)
+    if not same:
+        raise UserInputError(f"{row.result}: scaling_from {row.scaling_from} is not a one-device run "
+                             f"of {result.case} at micro batch {result.config.settings.micro_batch_size}")
+    ours = result.throughput.per_device if result.throughput else None
+    theirs = base.throughput.per_device if base.throughput else None
+    return f"{100 * ours / theirs:.1f}% ({base.run_id[-4:]})" if ours and theirs else DASH
+
+
 def _runs_table(spec: TablesSpec, table: TableSpec, folder: Path) -> list[str]:
     with_side = any(row.side_by_side for row in table.rows)
     with_anchor = any(row.anchor for row in table.rows)
+    with_scaling = any(row.scaling_from for row in table.rows)
     headers = ["case", "framework", "device", "precision", "layout", "throughput", "MFU", "memory (GiB)"]
     if table.latency:
         headers.append("ms/iteration")
@@ -223,6 +243,8 @@ def _runs_table(spec: TablesSpec, table: TableSpec, folder: Path) -> list[str]:
         headers += [table.side_by_side, "ratio"]
     if with_anchor:
         headers += ["anchor", "vs anchor"]
+    if with_scaling:
+        headers.append("a device vs 1 device")
     headers += ["date", "commit", "run id", "command"]
     lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
     anchors_used: list[str] = []
@@ -256,9 +278,15 @@ def _runs_table(spec: TablesSpec, table: TableSpec, folder: Path) -> list[str]:
             cells += _anchor_cells(anchor, result)
             if row.anchor and row.anchor not in anchors_used:
                 anchors_used.append(row.anchor)
+        if with_scaling:
+            cells.append(_scaling_cell(folder, row, result))
         cells += [result.started_at.date().isoformat(), commit_text(result.environment.harness_git_sha),
                   result.run_id, f"`{command_text(result)}`"]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")
+    if with_scaling:
+        lines += ["", "a device vs 1 device: the run's throughput a device against a one-device run "
+                      "of the same case and micro batch in the same series (the last four "
+                      "characters of its run id)."]
     if anchors_used:
         lines.append("")
         lines += [f"Anchor `{spec.anchors[name].value:g} {spec.anchors[name].unit}`: "

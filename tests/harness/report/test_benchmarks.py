@@ -88,3 +88,33 @@ def test_a_curves_table_puts_the_loss_curves_side_by_side(tmp_path):
     header = next(i for i, line in enumerate(lines) if line.startswith("| step |"))
     assert lines[header + 2] == "| 1 | 11.2865 | 11.2150 |"  # step 1 of each run
     assert [line.split(" | ")[0] for line in lines[header + 2:]] == ["| 1", "| 5", "| 10"]
+
+
+def _scaling_table(tmp_path, row: str, base: str) -> Path:
+    import shutil
+
+    for name in (row, base):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(RESULTS / name, tmp_path / name)
+    spec = tmp_path / "tables.toml"
+    spec.write_text(f'[[table]]\ntopic = "scaling"\n[[table.row]]\nresult = "{row}"\n'
+                    f'scaling_from = "{base}"\n')
+    return spec
+
+
+def test_a_weak_scaling_row_shows_its_throughput_a_device_against_the_one_device_run(tmp_path):
+    row = "h200/20261128-171619-resnet50-pytorch-nvidia-5e3d.result.json"  # 2 GPUs, 6,455.46 a GPU
+    base = "h200/20261128-171420-resnet50-pytorch-nvidia-6364.result.json"  # 1 GPU, 6,648.09
+    text = render(_scaling_table(tmp_path, row, base))
+    header = next(line for line in text.splitlines() if line.startswith("| case"))
+    line = next(line for line in text.splitlines() if "20261128-171619" in line)
+    column = header.split(" | ").index("a device vs 1 device")
+    assert line.split(" | ")[column] == "97.1% (6364)"  # 6,455.46 / 6,648.09
+    assert cited_files(load_spec(tmp_path / "tables.toml")) == {row, base}
+
+
+def test_scaling_from_a_run_of_another_case_or_batch_is_a_one_line_error(tmp_path):
+    row = "h200/20261128-171619-resnet50-pytorch-nvidia-5e3d.result.json"
+    other = "h200/20261128-171713-bert_base_seq128-pytorch-nvidia-3df6.result.json"
+    with pytest.raises(UserInputError, match="is not a one-device run of resnet50 at micro batch 256"):
+        render(_scaling_table(tmp_path, row, other))
