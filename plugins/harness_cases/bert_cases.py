@@ -52,7 +52,7 @@ def bert_base_seq128() -> CaseSpec:
             "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
             "compile_mode": "default",  # PyTorch: torch.compile's mode; reduce-overhead: CUDA graphs
             "grad_allreduce": "fp32",  # PyTorch DDP: the gradients' wire precision (fp32, fp16, bf16)
-            "grad_sync": "ddp",  # PyTorch data parallel: ddp (DDP's buckets) or flat (one all-reduce)
+            "grad_sync": "ddp",  # PyTorch data parallel: ddp (DDP's buckets), flat (one all-reduce), compiled
             "num_samples": 16384, "log_interval": 1,
         },
         smoke=BERT_SMOKE,

@@ -84,7 +84,7 @@ def cnn_case(name: str) -> CaseSpec:
             "amp_level": "auto",  # Paddle AMP: O2 on GPUs, O1 on CPUs (or O1/O2)
             "compile_mode": "default",  # PyTorch: torch.compile's mode; reduce-overhead: CUDA graphs
             "grad_allreduce": "fp32",  # PyTorch DDP: the gradients' wire precision (fp32, fp16, bf16)
-            "grad_sync": "ddp",  # PyTorch data parallel: ddp (DDP's buckets) or flat (one all-reduce)
+            "grad_sync": "ddp",  # PyTorch data parallel: ddp (DDP's buckets), flat (one all-reduce), compiled
         },
         smoke={**CNN_SMOKE, "learning_rate": smoke_lr, "micro_batch_size": smoke_batch},
         # The smoke CNNs amplify a perturbation of the weights about a hundredfold per step

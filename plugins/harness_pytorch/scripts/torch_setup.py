@@ -193,8 +193,9 @@ GRAD_ALLREDUCE = ("fp32", "fp16", "bf16")
 #: How data parallel averages the gradients over the ranks (the case parameter ``grad_sync``):
 #: "ddp", DistributedDataParallel's all-reduce of each bucket from autograd hooks as its
 #: gradients become ready; "flat", one all-reduce of all gradients in one flat buffer after the
-#: backward has finished (``FlatGradientSync``).
-GRAD_SYNCS = ("ddp", "flat")
+#: backward has finished (``FlatGradientSync``); "compiled", DDP's all-reduces traced into the
+#: compiled backward graph (``CompiledGradientSync``).
+GRAD_SYNCS = ("ddp", "flat", "compiled")
 
 
 def _memory_order(tensor: torch.Tensor) -> list[int]:
@@ -278,15 +279,60 @@ class FlatGradientSync(torch.nn.Module):
         self._average(self._flat_views([q.grad for q in self._params]))
 
 
+class CompiledGradientSync(torch.nn.Module):
+    """Data parallel for a compiled module whose all-reduces are part of its compiled backward:
+    DDP with its Python reducer, the backward traced by compiled autograd. Each bucket's
+    all-reduce becomes a node of the backward graph, which Inductor may reorder to overlap the
+    gradients still being computed (``reorder_for_compute_comm_overlap``); under reduce-overhead
+    the collectives are replayed with the backward's CUDA graph. With DDP around a compiled
+    module (``ddp``, ``flat``) the all-reduce can only start after the backward's one graph.
+    The backward goes through ``backward`` (``torch_setup.backward``), which turns compiled
+    autograd on for it."""
+
+    def __init__(self, module: torch.nn.Module, runtime: Runtime, compile_mode: str):
+        super().__init__()
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        torch._dynamo.config.optimize_ddp = "python_reducer"  # read when DDP is built
+        torch._inductor.config.reorder_for_compute_comm_overlap = True
+        options = {} if compile_mode == "default" else {"mode": compile_mode}
+        self.compiled = torch.compile(DDP(module, device_ids=runtime.ddp_device_ids(),
+                                          broadcast_buffers=False), **options)
+        self._backward_compiler = torch.compile(**options)  # compiles each traced backward graph
+
+    def forward(self, *args, **kwargs):
+        return self.compiled(*args, **kwargs)
+
+    def no_sync(self):
+        """Forwards (and their backwards) that only accumulate, DDP's ``no_sync``."""
+        return self.compiled.no_sync()
+
+    def backward(self, loss: torch.Tensor) -> None:
+        with torch._dynamo.compiled_autograd._enable(self._backward_compiler):
+            loss.backward()
+
+
+def backward(module: torch.nn.Module, loss: torch.Tensor) -> None:
+    """``loss.backward()``, through the module's own backward where its gradient sync needs one
+    (``CompiledGradientSync``)."""
+    if isinstance(module, CompiledGradientSync):
+        module.backward(loss)
+    else:
+        loss.backward()
+
+
 def data_parallel(module: torch.nn.Module, runtime: Runtime, grad_allreduce: str = "fp32",
-                  micro_batches: int = 1, grad_sync: str = "ddp") -> torch.nn.Module:
+                  micro_batches: int = 1, grad_sync: str = "ddp",
+                  compile_mode: str = "default") -> torch.nn.Module:
     """``module`` wrapped in DistributedDataParallel, its gradients living in the all-reduce
     buckets (no extra copy of every gradient), its buffers left to each rank, and its
     gradients all-reduced in ``grad_allreduce``:
     "fp16"/"bf16" halve the bytes on the wire as NGC's BERT recipe does
     (``allreduce_post_accumulation_fp16``); the optimizer still sees fp32 gradients.
     ``micro_batches``: backward passes a step, all but the last under ``no_sync``.
-    ``grad_sync="flat"``: ``FlatGradientSync`` instead of DDP."""
+    ``grad_sync="flat"``: ``FlatGradientSync`` instead of DDP; ``"compiled"``:
+    ``CompiledGradientSync`` for a compiled ``module``, compiled again in ``compile_mode``
+    around DDP."""
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     if grad_allreduce not in GRAD_ALLREDUCE:
@@ -296,6 +342,13 @@ def data_parallel(module: torch.nn.Module, runtime: Runtime, grad_allreduce: str
     if grad_sync == "flat":
         wire = {"fp32": None, "fp16": torch.float16, "bf16": torch.bfloat16}[grad_allreduce]
         return FlatGradientSync(module, runtime.world, wire)
+    if grad_sync == "compiled":
+        if not isinstance(module, torch._dynamo.eval_frame.OptimizedModule):
+            fail("grad_sync compiled needs a compiled module (compile=true)")
+        if grad_allreduce != "fp32":
+            fail("grad_sync compiled all-reduces in fp32 (DDP's Python reducer takes no comm "
+                 "hook); use grad_allreduce=fp32 or grad_sync=flat")
+        return CompiledGradientSync(module._orig_mod, runtime, compile_mode)
     # Buffers are not broadcast from rank 0 before every forward (DDP's default): the cases'
     # buffers are constants every rank builds alike (BERT's position ids) or batch-norm running
     # statistics, which only evaluation reads and the timed loop never evaluates. Broadcasting

@@ -31,8 +31,8 @@ from lr_schedule import lr_at
 from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import (compiled, data_parallel, finish_training, fused_optimizer_kernels, mean_over_ranks,
-                         optimizer_step, run_and_exit, start_training)
+from torch_setup import (backward, compiled, data_parallel, finish_training, fused_optimizer_kernels,
+                         mean_over_ranks, optimizer_step, run_and_exit, start_training)
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 
@@ -115,7 +115,8 @@ def main() -> int:
     step_loss_module = compiled(step_loss_module, p)
     if world > 1:
         step_loss_module = data_parallel(step_loss_module, runtime, p.get("grad_allreduce", "fp32"),
-                                         s["grad_accum_steps"], p.get("grad_sync", "ddp"))
+                                         s["grad_accum_steps"], p.get("grad_sync", "ddp"),
+                                         p.get("compile_mode", "default"))
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = HDF5Dataset(args.data)
@@ -198,7 +199,7 @@ def main() -> int:
             sync = nullcontext() if micro == accum - 1 or world == 1 else step_loss_module.no_sync()
             with sync, autocast:
                 loss = step_loss_module(*batch) / accum
-            scaler.scale(loss).backward()
+            backward(step_loss_module, scaler.scale(loss))
             step_loss += loss.detach()
         if equivalence is not None and step == 1:
             equivalence.gradients(torch_equivalence.grad_arrays(model))

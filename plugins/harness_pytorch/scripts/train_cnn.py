@@ -26,8 +26,8 @@ from lr_schedule import lr_at
 from data_nonce import data_order_seed
 from readback import print_readback
 from step_profile import StepProfiler
-from torch_setup import (compiled, data_parallel, finish_training, mean_over_ranks, optimizer_step, run_and_exit,
-                         start_training)
+from torch_setup import (backward, compiled, data_parallel, finish_training, mean_over_ranks, optimizer_step,
+                         run_and_exit, start_training)
 from image_records import MEAN, STD, ImageRecords, augmentation_rng, equivalence_batches
 from equivalence import Equivalence, positional_names
 import torch_equivalence
@@ -125,7 +125,7 @@ def main() -> int:
     forward = compiled(model, p)
     if world > 1:
         forward = data_parallel(forward, runtime, p.get("grad_allreduce", "fp32"), s["grad_accum_steps"],
-                                p.get("grad_sync", "ddp"))
+                                p.get("grad_sync", "ddp"), p.get("compile_mode", "default"))
     mbs, accum = s["micro_batch_size"], s["grad_accum_steps"]
     global_batch = mbs * accum * world
     dataset = RecordBatches(args.data, s["seed"] + rank)
@@ -218,7 +218,7 @@ def main() -> int:
             sync = nullcontext() if micro == accum - 1 or world == 1 else forward.no_sync()
             with sync, autocast:
                 loss = F.cross_entropy(forward(images).to(loss_dtype), labels) / accum
-            scaler.scale(loss).backward()
+            backward(forward, scaler.scale(loss))
             step_loss += loss.detach()
         if equivalence is not None and step == 1:
             equivalence.gradients(torch_equivalence.grad_arrays(model, rename))

@@ -262,7 +262,7 @@ def test_data_parallel_refuses_an_unknown_gradient_sync(capsys):
     with pytest.raises(SystemExit) as exit_info:
         data_parallel(torch.nn.Linear(2, 2), runtime(dedicated=False), grad_sync="nccl")
     assert exit_info.value.code == 2
-    assert "grad_sync 'nccl' is not one of ddp, flat" in capsys.readouterr().out
+    assert "grad_sync 'nccl' is not one of ddp, flat, compiled" in capsys.readouterr().out
 
 
 def _flat_sync_on_rank(rank: int, store_path: str, results) -> None:
@@ -317,3 +317,65 @@ def test_flat_gradient_sync_averages_accumulated_gradients_in_one_all_reduce(tmp
         assert out["fp32"] == 1.0 + 2.0 ** -11  # the exact mean
         assert out["bf16"] == 1.0  # halves rounded to bf16 (8 bits) before the sum
     assert all(torch.equal(a, b) for a, b in zip(outs[0]["weights"], outs[1]["weights"]))
+
+
+def _compiled_sync_on_rank(rank: int, store_path: str, results) -> None:
+    import copy
+
+    import torch.distributed as dist
+
+    from torch_setup import CompiledGradientSync, backward, data_parallel
+
+    dist.init_process_group("gloo", init_method=f"file://{store_path}", world_size=2, rank=rank)
+    runtime = Runtime(device=torch.device("cpu"), world=2, rank=rank, device_name="cpu", dedicated=False,
+                      precisions=frozenset({"fp32"}), peak_memory_source="process_rss")
+    out = {}
+    torch.manual_seed(rank)  # DDP starts both ranks from rank 0's weights
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.GELU(), torch.nn.Linear(16, 2))
+    wrapped = data_parallel(torch.compile(model), runtime, micro_batches=2, grad_sync="compiled")
+    out["type"] = type(wrapped) is CompiledGradientSync
+    out["weights"] = [q.detach().tolist() for q in model.parameters()]  # lists outlive the process
+    local = copy.deepcopy(model)  # the same start, never synchronised
+    torch.manual_seed(100 + rank)
+    batches = [torch.randn(4, 8) for _ in range(2)]
+    with wrapped.no_sync():
+        backward(wrapped, wrapped(batches[0]).square().sum())
+    local(batches[0]).square().sum().backward()
+    out["after_no_sync"] = all(torch.allclose(a.grad, b.grad, rtol=1e-5, atol=1e-6)
+                               for a, b in zip(model.parameters(), local.parameters()))
+    backward(wrapped, wrapped(batches[1]).square().sum())
+    local(batches[1]).square().sum().backward()
+    expected = [q.grad.clone() for q in local.parameters()]
+    for grad in expected:  # the mean over the ranks of each rank's accumulated gradient
+        dist.all_reduce(grad)
+        grad /= 2
+    out["averaged"] = all(torch.allclose(q.grad, e, rtol=1e-5, atol=1e-6)
+                          for q, e in zip(model.parameters(), expected))
+    # DDP's Python reducer also averages from eager hooks: the backward must have been traced
+    from torch._dynamo.utils import counters
+
+    out["backwards_traced"] = counters["compiled_autograd"]["captures"]
+    results.put((rank, out))
+    dist.destroy_process_group()
+
+
+def test_compiled_gradient_sync_averages_accumulated_gradients_from_the_compiled_backward(tmp_path):
+    outs = on_two_ranks(_compiled_sync_on_rank, tmp_path)
+    for out in outs.values():
+        assert out["type"]
+        assert out["after_no_sync"]  # the first micro-batch only accumulated
+        assert out["averaged"]
+        assert out["backwards_traced"] >= 2  # by compiled autograd: with and without the sync
+    assert outs[0]["weights"] == outs[1]["weights"]
+
+
+def test_compiled_gradient_sync_needs_a_compiled_module_and_an_fp32_wire(capsys):
+    from torch_setup import data_parallel
+
+    with pytest.raises(SystemExit) as exit_info:
+        data_parallel(torch.nn.Linear(2, 2), runtime(dedicated=False), grad_sync="compiled")
+    assert exit_info.value.code == 2 and "needs a compiled module (compile=true)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exit_info:
+        data_parallel(torch.compile(torch.nn.Linear(2, 2)), runtime(dedicated=False), "bf16",
+                      grad_sync="compiled")
+    assert exit_info.value.code == 2 and "all-reduces in fp32" in capsys.readouterr().out
