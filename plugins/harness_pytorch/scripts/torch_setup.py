@@ -283,9 +283,9 @@ class CompiledGradientSync(torch.nn.Module):
     """Data parallel for a compiled module whose all-reduces are part of its compiled backward:
     DDP with its Python reducer, the backward traced by compiled autograd. Each bucket's
     all-reduce becomes a node of the backward graph, which Inductor may reorder to overlap the
-    gradients still being computed (``reorder_for_compute_comm_overlap``); under reduce-overhead
-    the collectives are replayed with the backward's CUDA graph. With DDP around a compiled
-    module (``ddp``, ``flat``) the all-reduce can only start after the backward's one graph.
+    gradients still being computed (``reorder_for_compute_comm_overlap``), and reduce-overhead
+    may capture in the backward's CUDA graph. With DDP around a compiled module (``ddp``,
+    ``flat``) the all-reduce can only start after the backward's one graph.
     The backward goes through ``backward`` (``torch_setup.backward``), which turns compiled
     autograd on for it."""
 
@@ -296,6 +296,8 @@ class CompiledGradientSync(torch.nn.Module):
         torch._dynamo.config.optimize_ddp = "python_reducer"  # read when DDP is built
         torch._inductor.config.reorder_for_compute_comm_overlap = True
         options = {} if compile_mode == "default" else {"mode": compile_mode}
+        # DDP's default 25 MB buckets: several all-reduces, the first of which has its gradients
+        # while the earlier layers' are still being computed.
         self.compiled = torch.compile(DDP(module, device_ids=runtime.ddp_device_ids(),
                                           broadcast_buffers=False), **options)
         self._backward_compiler = torch.compile(**options)  # compiles each traced backward graph
