@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from harness.models import CaseSpec
 from harness_cases.param_ranges import CASE_RANGES
+from harness_cases.shared_scripts.training_knobs import TRAINING_KNOB_CHOICES
 
 BERT_IMMUTABLE = frozenset({
     "num_layers", "hidden_size", "num_heads", "intermediate_size", "vocab_size", "seq_len",
@@ -60,6 +61,7 @@ def bert_base_seq128() -> CaseSpec:
         # without them (the rate itself is one parameter both scripts read).
         equivalence_settings={"dropout": 0.0},
         uniform_loss_classes=("vocab_size", 2),  # masked-LM + next-sentence loss
+        choices=TRAINING_KNOB_CHOICES,
         immutable=BERT_IMMUTABLE,
         vendor_overridable=BERT_VENDOR_OVERRIDABLE,
         ranges=CASE_RANGES,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from harness.models import CaseSpec
 from harness_cases.param_ranges import CASE_RANGES
+from harness_cases.shared_scripts.training_knobs import TRAINING_KNOB_CHOICES
 
 CNN_IMMUTABLE = frozenset({"image_size", "num_classes", "width_multiplier"})
 # Run-time knobs only: never the measurement window (harness.measurement_window).
@@ -111,6 +112,7 @@ def cnn_case(name: str) -> CaseSpec:
             "evaluation with them) differ",
         ),
         uniform_loss_classes=("num_classes",),
+        choices=TRAINING_KNOB_CHOICES,
         immutable=CNN_IMMUTABLE,
         vendor_overridable=CNN_VENDOR_OVERRIDABLE,
         ranges=CASE_RANGES,

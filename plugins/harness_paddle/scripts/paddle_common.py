@@ -23,6 +23,7 @@ import paddle.distributed as dist
 from data_nonce import data_order_seed
 from device_backend import read_device_backend
 from memory_line import memory_line, process_peak_rss_mb
+from training_knobs import AMP_LEVELS
 
 AMP_DTYPES = {"fp16": "float16", "bf16": "bfloat16"}
 
@@ -125,8 +126,8 @@ def amp_setup(precision: str, device: str, level: str):
         return (lambda: nullcontext()), None, "O0"
     if level == "auto":  # pure half-precision weights (O2) on accelerators, as the seeds run; O1 on CPUs
         level = "O2" if device != "cpu" else "O1"
-    if level not in ("O1", "O2"):
-        fail(f"amp_level must be auto, O1 or O2, got {level!r}")
+    if level not in AMP_LEVELS:
+        fail(f"amp_level must be {', '.join(AMP_LEVELS)}, got {level!r}")
     if device == "cpu" and precision == "fp16":
         fail("fp16 training needs an accelerator; on the CPU use --precision bf16 or fp32")
     if device != "cpu" and precision == "bf16" and not paddle.amp.is_bfloat16_supported():

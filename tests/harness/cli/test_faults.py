@@ -106,6 +106,11 @@ def test_bad_input_is_one_line_and_leaves_no_run_folder(cli_env, tmp_path):
          "Valid values: auto, flash"),
         (["run", "--case", "gpt3_125M", "--scale", "smoke", "--set", "recompute=bogus"],
          "Valid values: none, selective, full"),
+        # refused before launch, not by the training processes after start-up
+        (["run", "--case", "resnet50", "--scale", "smoke", "--nproc", "2", "--set", "grad_sync=bogus"],
+         "Valid values: ddp, flat, compiled"),
+        (["run", "--case", "bert_base_seq128", "--scale", "smoke", "--set", "compile_mode=fast"],
+         "Valid values: default, reduce-overhead, max-autotune, max-autotune-no-cudagraphs"),
         ([*DEMO, "--data-dir", str(tmp_path / "does" / "not" / "exist")], "does not exist"),
         (["run", "--case", "gpt3_125M", "--scale", "smoke", "--framework", "megatron"], ""),
     ]
