@@ -11,6 +11,8 @@ import shutil
 from contextlib import nullcontext
 from typing import TYPE_CHECKING
 
+from pydantic_core import PydanticSerializationError
+
 from harness.errors import HarnessError, StorageError, UnavailableError, UserInputError
 from harness.models.context import RunContext
 from harness.results_io import atomic_write_text
@@ -21,7 +23,13 @@ from harness.runner.planning import check_paths, plan, replanned
 from harness.runner.record import record_result
 from harness.runner.request import RunReport, RunRequest, utcnow
 from harness.runner.sealed_launch import CONFIG_FILE, config_text
-from harness.runner.signals import Terminated, deferred_signals, raise_for, stop_signals_raise
+from harness.runner.signals import (
+    Terminated,
+    deferred_signals,
+    raise_for,
+    stop_signals_raise,
+    stop_wrapped_in,
+)
 
 if TYPE_CHECKING:
     from harness.app import Harness
@@ -76,8 +84,14 @@ def _run_and_record(harness: Harness, context: RunContext, request: RunRequest,
     run_dir = context.run_dir
     with watching(link):  # another node's failure stops this node's ranks
         try:
-            atomic_write_text(run_dir / CONFIG_FILE, config_text(context.config))
-            run_repeats(harness, context, observer, attempt)
+            try:
+                atomic_write_text(run_dir / CONFIG_FILE, config_text(context.config))
+                run_repeats(harness, context, observer, attempt)
+            except PydanticSerializationError as exc:
+                stop = stop_wrapped_in(exc)
+                if stop is None:
+                    raise
+                raise stop from exc
         except HarnessError as exc:
             if not attempt.launched:
                 shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no half run folder

@@ -214,14 +214,15 @@ def execute_launch(
 
 def killed_from_outside(exit_code: int, tail: list[str]) -> str | None:
     """Why a launch that the harness did not stop ended by a signal, or None: the process
-    itself (a negative exit code) or a rank torchrun reports killed by one (its failure
-    summary's exit code). Such a repeat was terminated, not a failed training; SIGKILL is
-    also what the kernel's OOM killer sends, and the reason says so."""
+    itself (a negative exit code) or the rank torchrun's failure summary gives as the root
+    cause, killed by one. Such a repeat was terminated, not a failed training; SIGKILL is
+    also what the kernel's OOM killer sends, and the reason says so. Ranks killed after the
+    root cause are torchrun's own SIGTERMs, stopping the others once one rank has failed."""
     if exit_code < 0:
         return f"training process {exit_description(exit_code)}, from outside the harness"
-    killed = [rank for rank in torchrun_failed_ranks(tail) if ": killed by " in rank]
-    if killed:
-        return f"training {killed[0]}, from outside the harness"
+    ranks = torchrun_failed_ranks(tail)  # the root cause first
+    if ranks and ": killed by " in ranks[0]:
+        return f"training {ranks[0]}, from outside the harness"
     return None
 
 

@@ -95,6 +95,20 @@ def deferred_signals() -> Iterator[list[int]]:
             signal.signal(sig, handler)
 
 
+def stop_wrapped_in(exc: BaseException) -> BaseException | None:
+    """The stop a library wrapped: a stop signal's handler runs in whatever Python code is
+    executing, and pydantic's serializer turns an exception raised in its Python callbacks into
+    a ``PydanticSerializationError`` ("Error serializing to JSON: Terminated: ..."), which no
+    ``except Terminated`` catches. Returns the stop to raise instead, or None when ``exc`` holds
+    none."""
+    text = str(exc)
+    if f"{Terminated.__name__}: terminated by" in text:
+        return Terminated(_last_terminating[-1] if _last_terminating else signal.SIGTERM)
+    if f"{KeyboardInterrupt.__name__}" in text:
+        return KeyboardInterrupt()
+    return None
+
+
 def raise_for(signum: int) -> None:
     """Act on a signal that was held back: raise what it would have raised."""
     if signum == signal.SIGINT:

@@ -65,6 +65,22 @@ def test_a_rank_torchrun_reports_killed_is_terminated():
     assert killed_from_outside(1, ["Traceback", "RuntimeError: boom"]) is None
 
 
+def test_ranks_torchrun_stops_after_another_rank_failed_are_a_failure_not_an_outside_kill():
+    """Rank 0 exited with code 2 (a bad value it refused); torchrun then sent rank 1 SIGTERM.
+    The summary lists rank 1 under Failures and rank 0 as the root cause (torch 2.14's text)."""
+    from harness.runner.process import failure_reason, killed_from_outside, launch_failure_headline
+
+    summary = ["error: grad_sync 'bogus' is not one of ddp, flat, compiled",
+               "Failures:", "[1]:", "  rank      : 1 (local_rank: 1)", "  exitcode  : -15 (pid: 9959)  (SIGTERM)",
+               "  traceback : Signal 15 (SIGTERM) received by PID 9959",
+               "Root Cause (first observed failure):", "[0]:", "  rank      : 0 (local_rank: 0)",
+               "  exitcode  : 2 (pid: 9958) "]
+    assert killed_from_outside(1, summary) is None
+    reason = failure_reason(summary, launch_failure_headline(1, summary))
+    assert reason.startswith("rank 0 (local rank 0): exited with code 2; rank 1 (local rank 1): killed by SIGTERM")
+    assert "grad_sync 'bogus' is not one of" in reason
+
+
 def test_overall_timeout_stops_a_chatty_process(tmp_path):
     start = time.monotonic()
     outcome = execute_launch(launch("""
