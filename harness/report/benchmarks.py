@@ -18,6 +18,7 @@ field an older result lacks is shown as "-". Four kinds of table:
 
 from __future__ import annotations
 
+import functools
 import json
 import tomllib
 from pathlib import Path
@@ -217,11 +218,12 @@ def _anchor_cells(anchor: Anchor | None, result: BenchmarkResult) -> list[str]:
     return [f"{_number(anchor.value, 1 if anchor.value < 1000 else 0)} {anchor.unit}", ratio]
 
 
-def _scaling_cell(folder: Path, row: RowSpec, result: BenchmarkResult) -> str:
-    """This run's throughput a device as a share of a one-device run's (weak scaling)."""
+def _scaling_cell(read, row: RowSpec, result: BenchmarkResult) -> str:
+    """This run's throughput a device as a share of a one-device run's (weak scaling);
+    ``read(name)`` gives a result file's result."""
     if not row.scaling_from:
         return DASH
-    base = _read_result(folder, row.scaling_from)
+    base = read(row.scaling_from)
     same = (base.case == result.case and world(base) == 1
             and base.config.settings.micro_batch_size == result.config.settings.micro_batch_size)
     if not same:
@@ -248,8 +250,10 @@ def _runs_table(spec: TablesSpec, table: TableSpec, folder: Path) -> list[str]:
     headers += ["date", "commit", "run id", "command"]
     lines = ["| " + " | ".join(headers) + " |", "|" + " --- |" * len(headers)]
     anchors_used: list[str] = []
+    # A series' one-device run is the baseline of several rows: each file is read once.
+    read = functools.cache(lambda name: _read_result(folder, name))
     for row in table.rows:
-        result = _read_result(folder, row.result)
+        result = read(row.result)
         throughput = result.throughput
         if result.status != "success" or throughput is None:
             speed = result.status
@@ -266,7 +270,7 @@ def _runs_table(spec: TablesSpec, table: TableSpec, folder: Path) -> list[str]:
             cells.append(_number(result.step_time.median * 1e3, 1) if result.step_time else DASH)
         if with_side:
             if row.side_by_side:
-                other = _read_result(folder, row.side_by_side)
+                other = read(row.side_by_side)
                 other_value = other.throughput.value if other.throughput else None
                 cells += [f"{other.framework} {other.framework_version or ''}: {_number(other_value)} "
                           f"({other.run_id})",
@@ -279,7 +283,7 @@ def _runs_table(spec: TablesSpec, table: TableSpec, folder: Path) -> list[str]:
             if row.anchor and row.anchor not in anchors_used:
                 anchors_used.append(row.anchor)
         if with_scaling:
-            cells.append(_scaling_cell(folder, row, result))
+            cells.append(_scaling_cell(read, row, result))
         cells += [result.started_at.date().isoformat(), commit_text(result.environment.harness_git_sha),
                   result.run_id, f"`{command_text(result)}`"]
         lines.append("| " + " | ".join(_cell(c) for c in cells) + " |")

@@ -102,9 +102,9 @@ def stop_wrapped_in(exc: BaseException) -> BaseException | None:
     ``except Terminated`` catches. Returns the stop to raise instead, or None when ``exc`` holds
     none."""
     text = str(exc)
-    if f"{Terminated.__name__}: terminated by" in text:
+    if "Terminated: terminated by" in text:
         return Terminated(_last_terminating[-1] if _last_terminating else signal.SIGTERM)
-    if f"{KeyboardInterrupt.__name__}" in text:
+    if "KeyboardInterrupt: " in text:
         return KeyboardInterrupt()
     return None
 

@@ -169,9 +169,6 @@ def fused_optimizer_kernels(device: torch.device) -> bool:
     return device.type != "cpu"
 
 
-# torch.compile's modes (the case parameter ``compile_mode``, ``COMPILE_MODES``): "reduce-overhead"
-# replays each compiled graph as a CUDA graph, one launch for all of a graph's kernels, for steps
-# whose host launches outlast the device's work.
 def compiled(module: torch.nn.Module, params: dict) -> torch.nn.Module:
     """``module`` through torch.compile in the case's ``compile_mode`` when ``compile`` is set;
     ``module`` itself otherwise."""
@@ -181,16 +178,6 @@ def compiled(module: torch.nn.Module, params: dict) -> torch.nn.Module:
     if mode not in COMPILE_MODES:
         fail(f"compile_mode {mode!r} is not one of {', '.join(COMPILE_MODES)}")
     return torch.compile(module, mode=None if mode == "default" else mode)
-
-
-# The gradient all-reduce's wire precision (the case parameter ``grad_allreduce``,
-# ``GRAD_ALLREDUCE``): fp32 as the gradients are kept, or compressed to half precision for the
-# transfer and restored after it. How data parallel averages the gradients over the ranks (the
-# case parameter ``grad_sync``, ``GRAD_SYNCS``): "ddp", DistributedDataParallel's all-reduce of
-# each bucket from autograd hooks as its gradients become ready; "flat", one all-reduce of all
-# gradients in one flat buffer after the backward has finished (``FlatGradientSync``);
-# "compiled", DDP's all-reduces traced into the compiled backward graph
-# (``CompiledGradientSync``).
 
 
 def _memory_order(tensor: torch.Tensor) -> list[int]:

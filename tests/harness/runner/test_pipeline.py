@@ -66,3 +66,14 @@ def test_only_a_stop_inside_a_serialization_error_is_unwrapped():
     assert stop_wrapped_in(info.value) is None
     assert isinstance(stop_wrapped_in(PydanticSerializationError(
         "Error serializing to JSON: Terminated: terminated by SIGTERM")), Terminated)
+
+    class Interrupted(BaseModel):  # Ctrl-C's KeyboardInterrupt, wrapped by pydantic itself
+        x: int = 0
+
+        @field_serializer("x")
+        def _interrupt(self, value):
+            raise KeyboardInterrupt
+
+    with pytest.raises(PydanticSerializationError) as info:
+        Interrupted().model_dump_json()
+    assert isinstance(stop_wrapped_in(info.value), KeyboardInterrupt)
